@@ -1,0 +1,33 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "handoff",
+    products: [
+        .executable(name: "handoffd", targets: ["handoffd"]),
+        .executable(name: "handoff-peer", targets: ["handoff-peer"]),
+        .library(name: "HandoffKit", targets: ["HandoffKit"]),
+    ],
+    targets: [
+        // libsodium through Debian's libsodium-dev; no Swift package can be fetched here.
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
+        // Pure core: model, property-list values, wire codecs, errors. No I/O, no C.
+        .target(name: "HandoffCore"),
+        // Ed25519 identities, signatures and BLAKE2b digests over libsodium.
+        .target(name: "HandoffCrypto", dependencies: ["CSodium", "HandoffCore"]),
+        // Sockets: UDP multicast discovery, the transfer socket, the local API socket.
+        .target(name: "HandoffTransport", dependencies: ["HandoffCore"]),
+        // The daemon as a library: state, wiring, request handling.
+        .target(name: "HandoffDaemon", dependencies: ["HandoffCore", "HandoffCrypto", "HandoffTransport"]),
+        .executableTarget(name: "handoffd", dependencies: ["HandoffDaemon", "HandoffCore"]),
+        // Client of the local API, used by apps and by handoff-peer.
+        .target(name: "HandoffKit", dependencies: ["HandoffCore", "HandoffTransport"]),
+        .executableTarget(name: "handoff-peer", dependencies: ["HandoffKit", "HandoffCore"]),
+        .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore"]),
+        .testTarget(name: "HandoffCryptoTests", dependencies: ["HandoffCrypto", "HandoffCore", "HandoffDaemon"]),
+    ]
+)

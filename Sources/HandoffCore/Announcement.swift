@@ -1,0 +1,115 @@
+/// A UDP multicast datagram saying "this device is here, reachable on this
+/// port, offering this summary". Signed, so nobody else can speak for a device;
+/// its sequence only grows, so a captured datagram cannot be replayed.
+public struct Announcement: Equatable, Sendable {
+    public enum Kind: UInt8, Sendable {
+        case present = 1
+        /// Sent when the daemon stops, so peers drop it at once instead of after the TTL.
+        case goodbye = 2
+    }
+
+    public var kind: Kind
+    public var senderKey: DeviceKey
+    /// Strictly increasing per sender, across restarts (it starts from the clock).
+    public var sequence: UInt64
+    public var timestampMillis: UInt64
+    public var transferPort: UInt16
+    public var ttlSeconds: UInt16
+    public var name: String
+    public var summary: SignedSummary?
+
+    public init(kind: Kind, senderKey: DeviceKey, sequence: UInt64, timestampMillis: UInt64,
+                transferPort: UInt16, ttlSeconds: UInt16, name: String, summary: SignedSummary?) {
+        self.kind = kind
+        self.senderKey = senderKey
+        self.sequence = sequence
+        self.timestampMillis = timestampMillis
+        self.transferPort = transferPort
+        self.ttlSeconds = ttlSeconds
+        self.name = name
+        self.summary = summary
+    }
+
+    public static let magic: [UInt8] = Array("HNDF".utf8)
+    public static let version: UInt8 = 1
+    /// Comfortably below the IPv6 minimum MTU, so a datagram is never fragmented.
+    public static let maximumBytes = 1200
+
+    public func encodedBody() throws(WireError) -> [UInt8] {
+        guard name.utf8.count <= Summary.nameBytes else {
+            throw .tooLong(field: "device name", length: name.utf8.count, limit: Summary.nameBytes)
+        }
+        var writer = ByteWriter(capacity: Self.maximumBytes)
+        writer.write(Self.magic)
+        writer.write(Self.version)
+        writer.write(kind.rawValue)
+        writer.write(senderKey.bytes)
+        writer.write(sequence)
+        writer.write(timestampMillis)
+        writer.write(transferPort)
+        writer.write(ttlSeconds)
+        writer.write(UInt8(name.utf8.count))
+        writer.write(contentsOf: name.utf8)
+        let summaryBytes = summary?.encoded ?? []
+        writer.write(UInt16(summaryBytes.count))
+        writer.write(summaryBytes)
+        return writer.bytes
+    }
+
+    /// The datagram: body, then the Ed25519 signature over context + body.
+    public func signedDatagram(by signer: some MessageSigning) throws(WireError) -> [UInt8] {
+        let body = try encodedBody()
+        let datagram = body + signer.signature(for: SigningContext.announcement + body)
+        guard datagram.count <= Self.maximumBytes else {
+            throw .tooLong(field: "announcement", length: datagram.count, limit: Self.maximumBytes)
+        }
+        return datagram
+    }
+}
+
+/// A parsed datagram before its signature is checked.
+public struct ReceivedAnnouncement: Sendable {
+    public let announcement: Announcement
+    public let body: [UInt8]
+    /// nil when the datagram carries no signature at all.
+    public let signature: [UInt8]?
+
+    public init(decoding bytes: [UInt8]) throws(WireError) {
+        guard bytes.count <= Announcement.maximumBytes else {
+            throw .tooLong(field: "announcement", length: bytes.count, limit: Announcement.maximumBytes)
+        }
+        var reader = ByteReader(bytes)
+        guard try reader.readBytes(4) == Announcement.magic else { throw .badMagic }
+        let version = try reader.readUInt8()
+        guard version == Announcement.version else { throw .unsupportedVersion(version) }
+        let rawKind = try reader.readUInt8()
+        guard let kind = Announcement.Kind(rawValue: rawKind) else { throw .unknownKind(rawKind) }
+        let key = DeviceKey(bytes: try reader.readBytes(DeviceKey.byteCount))!
+        let sequence = try reader.readUInt64BE()
+        let timestamp = try reader.readUInt64BE()
+        let port = try reader.readUInt16BE()
+        let ttl = try reader.readUInt16BE()
+        let nameLength = Int(try reader.readUInt8())
+        guard nameLength <= Summary.nameBytes else {
+            throw .tooLong(field: "device name", length: nameLength, limit: Summary.nameBytes)
+        }
+        let name = try reader.readUTF8(nameLength)
+        let summaryLength = Int(try reader.readUInt16BE())
+        let summary = summaryLength == 0 ? nil : try SignedSummary(decoding: try reader.readBytes(summaryLength))
+        let bodyLength = reader.offset
+        switch reader.remaining {
+        case 0: signature = nil
+        case SignatureSize.ed25519: signature = try reader.readBytes(SignatureSize.ed25519)
+        default: throw .invalidValue("signature must be \(SignatureSize.ed25519) bytes, found \(reader.remaining)")
+        }
+        announcement = Announcement(kind: kind, senderKey: key, sequence: sequence, timestampMillis: timestamp,
+                                    transferPort: port, ttlSeconds: ttl, name: name, summary: summary)
+        body = Array(bytes[0..<bodyLength])
+    }
+
+    public func verify(with verifier: some SignatureVerifying) -> Bool {
+        guard let signature else { return false }
+        return verifier.isValid(signature: signature, message: SigningContext.announcement + body,
+                                key: announcement.senderKey)
+    }
+}

@@ -1,0 +1,218 @@
+/// Why a received announcement or summary was dropped. Counted, shown by `status`.
+public struct DropCounters: Equatable, Sendable {
+    public var malformed = 0
+    public var unsigned = 0
+    public var badSignature = 0
+    public var expired = 0
+    public var replayed = 0
+    public var untrusted = 0
+
+    public init() {}
+
+    public var json: JSONValue {
+        .object([
+            "malformed": .integer(Int64(malformed)), "unsigned": .integer(Int64(unsigned)),
+            "badSignature": .integer(Int64(badSignature)), "expired": .integer(Int64(expired)),
+            "replayed": .integer(Int64(replayed)), "untrusted": .integer(Int64(untrusted)),
+        ])
+    }
+}
+
+/// A trusted device currently announcing itself, and what it offers.
+public struct Peer: Sendable {
+    public let key: DeviceKey
+    public let deviceID: DeviceID
+    public var name: String
+    /// Numeric hosts the announcements came from, most recent first (IPv6 link-local with %scope).
+    public var hosts: [String]
+    public var transferPort: UInt16
+    public var lastSeenMillis: UInt64
+    public var ttlMillis: UInt64
+    public var announceSequence: UInt64
+    /// The last accepted datagram, to tell the same announcement arriving over
+    /// IPv4 and IPv6 apart from a replay.
+    public var lastDatagram: [UInt8]
+    public var offer: SignedSummary?
+    /// The offer sequence the user declined; hidden until a newer one arrives.
+    public var declinedSequence: UInt64?
+
+    public func isExpired(nowMillis: UInt64) -> Bool { lastSeenMillis + ttlMillis <= nowMillis }
+
+    /// The offer to show: present, not expired, not declined.
+    public func visibleOffer(nowMillis: UInt64) -> SignedSummary? {
+        guard let offer, !offer.summary.isExpired(nowMillis: nowMillis),
+              offer.summary.sequence != declinedSequence else { return nil }
+        return offer
+    }
+}
+
+public enum PeerEvent: Equatable, Sendable {
+    case appeared(DeviceKey)
+    case left(DeviceKey)
+    case offerReceived(DeviceKey)
+    case offerWithdrawn(DeviceKey)
+}
+
+/// The receiving half of discovery, with no I/O: checks each datagram in the
+/// order cheapest-to-refuse first, keeps the peers that pass, and counts every drop.
+public struct PeerTable: Sendable {
+    public private(set) var peers: [DeviceKey: Peer] = [:]
+    public private(set) var drops = DropCounters()
+    /// Verified but untrusted senders, so `trust FINGERPRINT` can find the full key.
+    public private(set) var strangers: [DeviceKey: (name: String, lastSeenMillis: UInt64)] = [:]
+
+    public static let maximumStrangers = 64
+    /// Tolerated difference between two hosts' clocks.
+    public static let maximumClockSkewMillis: UInt64 = 120_000
+
+    private let ownKey: DeviceKey
+    private let fingerprint: @Sendable (DeviceKey) -> DeviceID
+
+    public init(ownKey: DeviceKey, fingerprint: @escaping @Sendable (DeviceKey) -> DeviceID) {
+        self.ownKey = ownKey
+        self.fingerprint = fingerprint
+    }
+
+    public mutating func receive(datagram: [UInt8], fromHost host: String, nowMillis: UInt64,
+                                 verifier: some SignatureVerifying,
+                                 isTrusted: (DeviceKey) -> Bool) -> [PeerEvent] {
+        let received: ReceivedAnnouncement
+        do {
+            received = try ReceivedAnnouncement(decoding: datagram)
+        } catch {
+            drops.malformed += 1
+            return []
+        }
+        let announcement = received.announcement
+        // Our own datagrams come back through multicast loopback on some setups.
+        if announcement.senderKey == ownKey { return [] }
+        guard received.signature != nil else {
+            drops.unsigned += 1
+            return []
+        }
+        guard received.verify(with: verifier) else {
+            drops.badSignature += 1
+            return []
+        }
+        guard isTrusted(announcement.senderKey) else {
+            drops.untrusted += 1
+            rememberStranger(announcement.senderKey, name: announcement.name, nowMillis: nowMillis)
+            return []
+        }
+        let ttlMillis = UInt64(announcement.ttlSeconds) * 1000
+        guard announcement.timestampMillis + ttlMillis + Self.maximumClockSkewMillis > nowMillis else {
+            drops.expired += 1
+            return []
+        }
+        let key = announcement.senderKey
+        if var known = peers[key], announcement.sequence <= known.announceSequence {
+            if datagram == known.lastDatagram {
+                // The same datagram over another path (IPv4 and IPv6): one more address, not a replay.
+                // It does not refresh lastSeen, so resending it cannot keep a departed peer listed.
+                if !known.hosts.contains(host) { known.hosts.append(host) }
+                peers[key] = known
+            } else {
+                drops.replayed += 1
+            }
+            return []
+        }
+        if announcement.kind == .goodbye {
+            return peers.removeValue(forKey: key) == nil ? [] : [.left(key)]
+        }
+
+        var events: [PeerEvent] = []
+        var peer = peers[key] ?? Peer(key: key, deviceID: fingerprint(key), name: announcement.name, hosts: [],
+                                      transferPort: announcement.transferPort, lastSeenMillis: nowMillis,
+                                      ttlMillis: ttlMillis, announceSequence: 0, lastDatagram: [], offer: nil,
+                                      declinedSequence: nil)
+        if peers[key] == nil { events.append(.appeared(key)) }
+        peer.name = announcement.name
+        peer.hosts = [host] + peer.hosts.filter { $0 != host }.prefix(3)
+        peer.transferPort = announcement.transferPort
+        peer.lastSeenMillis = nowMillis
+        peer.ttlMillis = ttlMillis
+        peer.announceSequence = announcement.sequence
+        peer.lastDatagram = datagram
+
+        switch checkOffer(announcement.summary, from: key, current: peer.offer, nowMillis: nowMillis, verifier: verifier) {
+        case .keep:
+            break
+        case let .replace(offer):
+            peer.offer = offer
+            events.append(.offerReceived(key))
+        case .withdraw:
+            if peer.offer != nil { events.append(.offerWithdrawn(key)) }
+            peer.offer = nil
+        }
+        peers[key] = peer
+        return events
+    }
+
+    private enum OfferChange { case keep, replace(SignedSummary), withdraw }
+
+    private mutating func checkOffer(_ offer: SignedSummary?, from key: DeviceKey, current: SignedSummary?,
+                                     nowMillis: UInt64, verifier: some SignatureVerifying) -> OfferChange {
+        guard let offer else { return .withdraw }
+        if offer == current { return .keep }
+        guard offer.summary.senderKey == key, offer.verify(with: verifier) else {
+            drops.badSignature += 1
+            return .keep
+        }
+        guard !offer.summary.isExpired(nowMillis: nowMillis) else {
+            drops.expired += 1
+            return .withdraw
+        }
+        if let current, offer.summary.sequence <= current.summary.sequence {
+            drops.replayed += 1
+            return .keep
+        }
+        return .replace(offer)
+    }
+
+    private mutating func rememberStranger(_ key: DeviceKey, name: String, nowMillis: UInt64) {
+        strangers[key] = (name, nowMillis)
+        if strangers.count > Self.maximumStrangers,
+           let oldest = strangers.min(by: { $0.value.lastSeenMillis < $1.value.lastSeenMillis })?.key {
+            strangers.removeValue(forKey: oldest)
+        }
+    }
+
+    /// Drops peers whose TTL has passed.
+    public mutating func expire(nowMillis: UInt64) -> [PeerEvent] {
+        let gone = peers.values.filter { $0.isExpired(nowMillis: nowMillis) }.map(\.key)
+        for key in gone { peers.removeValue(forKey: key) }
+        return gone.map { .left($0) }
+    }
+
+    public mutating func remove(_ key: DeviceKey) -> [PeerEvent] {
+        peers.removeValue(forKey: key) == nil ? [] : [.left(key)]
+    }
+
+    public mutating func forgetStranger(_ key: DeviceKey) {
+        strangers.removeValue(forKey: key)
+    }
+
+    public mutating func decline(_ key: DeviceKey, sequence: UInt64) {
+        peers[key]?.declinedSequence = sequence
+    }
+
+    /// Finds a peer by device id (any unique prefix of at least 4 characters) or exact name.
+    public func resolve(_ reference: String) throws(HandoffError) -> Peer {
+        let byName = peers.values.filter { $0.name == reference }
+        if byName.count == 1 { return byName[0] }
+        if let prefix = DeviceID.normalize(reference), prefix.count >= 4 {
+            let matches = peers.values.filter { $0.deviceID.compact.hasPrefix(prefix) }
+            if matches.count == 1 { return matches[0] }
+            if matches.count > 1 {
+                throw HandoffError(.ambiguous, "'\(reference)' matches \(matches.count) peers.",
+                                   fix: "Give more characters of the device id (see 'handoff-peer list').")
+            }
+        }
+        if byName.count > 1 {
+            throw HandoffError(.ambiguous, "More than one peer is named '\(reference)'.",
+                               fix: "Use the device id shown by 'handoff-peer list' instead.")
+        }
+        throw HandoffError(.notFound, "No peer '\(reference)' is in range.",
+                           fix: "Run 'handoff-peer list' to see peers; check that the other host runs handoffd and trusts this one.")
+    }
+}

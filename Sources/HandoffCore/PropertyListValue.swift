@@ -1,0 +1,210 @@
+import Foundation
+
+/// The only values an activity's userInfo may hold, as NSUserActivity allows:
+/// string, integer, double, bool, data, date, array and dictionary. A URL
+/// travels as a string.
+public indirect enum PropertyListValue: Equatable, Sendable {
+    case string(String)
+    case integer(Int64)
+    case double(Double)
+    case bool(Bool)
+    case data([UInt8])
+    /// Seconds since 1970-01-01T00:00:00Z.
+    case date(Double)
+    case array([PropertyListValue])
+    case dictionary([String: PropertyListValue])
+
+    /// Deeper nesting is refused on encode and decode so that hostile input
+    /// cannot exhaust the stack.
+    public static let maximumDepth = 32
+}
+
+// MARK: - Binary encoding (Docs/PROTOCOL.md, "Property-list values")
+
+extension PropertyListValue {
+    enum Tag: UInt8 {
+        case string = 0x01, integer = 0x02, double = 0x03, falseValue = 0x04, trueValue = 0x05
+        case data = 0x06, date = 0x07, array = 0x08, dictionary = 0x09
+    }
+
+    public func encode(into writer: inout ByteWriter) {
+        switch self {
+        case let .string(text):
+            writer.write(Tag.string.rawValue)
+            writer.write(UInt32(text.utf8.count))
+            writer.write(contentsOf: text.utf8)
+        case let .integer(number):
+            writer.write(Tag.integer.rawValue)
+            writer.write(UInt64(bitPattern: number))
+        case let .double(number):
+            writer.write(Tag.double.rawValue)
+            writer.write(number.bitPattern)
+        case let .bool(flag):
+            writer.write(flag ? Tag.trueValue.rawValue : Tag.falseValue.rawValue)
+        case let .data(raw):
+            writer.write(Tag.data.rawValue)
+            writer.write(UInt32(raw.count))
+            writer.write(raw)
+        case let .date(seconds):
+            writer.write(Tag.date.rawValue)
+            writer.write(seconds.bitPattern)
+        case let .array(items):
+            writer.write(Tag.array.rawValue)
+            writer.write(UInt32(items.count))
+            for item in items { item.encode(into: &writer) }
+        case let .dictionary(fields):
+            writer.write(Tag.dictionary.rawValue)
+            writer.write(UInt32(fields.count))
+            // Sorted keys make the encoding, and so the digest, deterministic.
+            for key in fields.keys.sorted() {
+                writer.write(UInt16(key.utf8.count))
+                writer.write(contentsOf: key.utf8)
+                fields[key]!.encode(into: &writer)
+            }
+        }
+    }
+
+    public var encoded: [UInt8] {
+        var writer = ByteWriter()
+        encode(into: &writer)
+        return writer.bytes
+    }
+
+    public init(from reader: inout ByteReader) throws(WireError) {
+        self = try Self.decode(from: &reader, depth: 0)
+    }
+
+    private static func decode(from reader: inout ByteReader, depth: Int) throws(WireError) -> PropertyListValue {
+        guard depth < maximumDepth else { throw .nestingTooDeep(limit: maximumDepth) }
+        let rawTag = try reader.readUInt8()
+        guard let tag = Tag(rawValue: rawTag) else { throw .invalidValue("unknown value tag \(rawTag)") }
+        switch tag {
+        case .string:
+            let length = Int(try reader.readUInt32BE())
+            return .string(try reader.readUTF8(length))
+        case .integer:
+            return .integer(Int64(bitPattern: try reader.readUInt64BE()))
+        case .double:
+            let number = Double(bitPattern: try reader.readUInt64BE())
+            guard number.isFinite else { throw .invalidValue("non-finite double") }
+            return .double(number)
+        case .falseValue:
+            return .bool(false)
+        case .trueValue:
+            return .bool(true)
+        case .data:
+            let length = Int(try reader.readUInt32BE())
+            return .data(try reader.readBytes(length))
+        case .date:
+            let seconds = Double(bitPattern: try reader.readUInt64BE())
+            guard seconds.isFinite else { throw .invalidValue("non-finite date") }
+            return .date(seconds)
+        case .array:
+            let count = Int(try reader.readUInt32BE())
+            // Every element takes at least one byte: refuse counts the input cannot hold
+            // before reserving anything.
+            guard count <= reader.remaining else { throw .truncated(needed: count, available: reader.remaining) }
+            var items: [PropertyListValue] = []
+            items.reserveCapacity(count)
+            for _ in 0..<count { items.append(try decode(from: &reader, depth: depth + 1)) }
+            return .array(items)
+        case .dictionary:
+            let count = Int(try reader.readUInt32BE())
+            guard count <= reader.remaining / 3 else {
+                throw .truncated(needed: count * 3, available: reader.remaining)
+            }
+            var fields: [String: PropertyListValue] = [:]
+            var previousKey: String?
+            for _ in 0..<count {
+                let key = try reader.readUTF8(Int(try reader.readUInt16BE()))
+                // Strictly ascending keys: one encoding per value, no duplicates.
+                if let previousKey, !(previousKey < key) {
+                    throw .invalidValue("dictionary keys out of order or repeated")
+                }
+                previousKey = key
+                fields[key] = try decode(from: &reader, depth: depth + 1)
+            }
+            return .dictionary(fields)
+        }
+    }
+}
+
+// MARK: - JSON mapping used by the local API and the CLI
+
+extension PropertyListValue {
+    /// Converts JSON into property-list values. JSON has no data or date, so
+    /// those are written `{"$data": "<base64>"}` and `{"$date": "<ISO 8601>"}`.
+    /// `null` and non-finite numbers are refused with the key path that holds them.
+    public init(json: JSONValue, keyPath: String = "userInfo") throws(HandoffError) {
+        self = try Self.fromJSON(json, keyPath: keyPath, depth: 0)
+    }
+
+    private static func fromJSON(_ json: JSONValue, keyPath: String, depth: Int) throws(HandoffError) -> PropertyListValue {
+        guard depth < maximumDepth else {
+            throw .invalidActivity("\(keyPath) is nested deeper than \(maximumDepth) levels.",
+                                   fix: "Flatten the structure.")
+        }
+        switch json {
+        case .null:
+            throw .invalidActivity("\(keyPath) is null, which is not a property-list value.",
+                                   fix: "Remove the key or give it a string, number, bool, data, date, array or dictionary.")
+        case let .bool(flag): return .bool(flag)
+        case let .integer(number): return .integer(number)
+        case let .double(number):
+            guard number.isFinite else {
+                throw .invalidActivity("\(keyPath) is not a finite number.", fix: "Use a finite number.")
+            }
+            return .double(number)
+        case let .string(text): return .string(text)
+        case let .array(items):
+            var values: [PropertyListValue] = []
+            for (index, item) in items.enumerated() {
+                values.append(try fromJSON(item, keyPath: "\(keyPath)[\(index)]", depth: depth + 1))
+            }
+            return .array(values)
+        case let .object(fields):
+            if fields.count == 1, let (key, value) = fields.first, key.hasPrefix("$") {
+                return try typedValue(key: key, value: value, keyPath: keyPath)
+            }
+            var values: [String: PropertyListValue] = [:]
+            for (key, value) in fields {
+                values[key] = try fromJSON(value, keyPath: "\(keyPath).\(key)", depth: depth + 1)
+            }
+            return .dictionary(values)
+        }
+    }
+
+    private static func typedValue(key: String, value: JSONValue, keyPath: String) throws(HandoffError) -> PropertyListValue {
+        switch key {
+        case "$data":
+            guard let text = value.stringValue, let raw = Data(base64Encoded: text) else {
+                throw .invalidActivity("\(keyPath) holds $data that is not base64.", fix: "Encode the bytes as standard base64.")
+            }
+            return .data([UInt8](raw))
+        case "$date":
+            if let seconds = value.doubleValue, seconds.isFinite { return .date(seconds) }
+            guard let text = value.stringValue, let date = ISO8601DateFormatter().date(from: text) else {
+                throw .invalidActivity("\(keyPath) holds a $date that is not ISO 8601.",
+                                       fix: "Write dates like 2026-11-30T12:00:00Z, or as seconds since 1970.")
+            }
+            return .date(date.timeIntervalSince1970)
+        default:
+            throw .invalidActivity("\(keyPath) uses the unknown typed key \(key).",
+                                   fix: "Only $data and $date are understood; rename keys that start with $.")
+        }
+    }
+
+    public var json: JSONValue {
+        switch self {
+        case let .string(text): .string(text)
+        case let .integer(number): .integer(number)
+        case let .double(number): .double(number)
+        case let .bool(flag): .bool(flag)
+        case let .data(raw): .object(["$data": .string(Data(raw).base64EncodedString())])
+        case let .date(seconds):
+            .object(["$date": .string(ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: seconds)))])
+        case let .array(items): .array(items.map(\.json))
+        case let .dictionary(fields): .object(fields.mapValues(\.json))
+        }
+    }
+}

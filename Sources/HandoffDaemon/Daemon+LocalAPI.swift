@@ -1,0 +1,222 @@
+import Foundation
+import HandoffCore
+import HandoffCrypto
+import HandoffTransport
+
+/// The local API (Docs/LOCAL-API.md): one JSON object per line each way.
+/// Requests carry `op` and an optional `id` echoed in the reply.
+extension Daemon {
+    /// Large enough for a userInfo at its hard limit, base64-encoded.
+    static let maximumRequestBytes = ActivityLimits.payloadBytes / 3 * 4 + 1024 * 1024
+
+    /// Runs on the client's own thread: read a line, hand it to the actor, write the reply.
+    nonisolated func serveLocalClient(_ connection: StreamConnection) {
+        defer {
+            connection.close()
+            waitFor { await self.unsubscribe(connection) }
+        }
+        while true {
+            let line: [UInt8]?
+            do {
+                line = try connection.readLine(maxBytes: Self.maximumRequestBytes)
+            } catch {
+                if error.errno == EMSGSIZE {
+                    let reply = Self.reply(id: nil, error: .invalidRequest("The request is longer than \(Self.maximumRequestBytes) bytes."))
+                    try? connection.write(Array((reply.encodedLine() + "\n").utf8))
+                }
+                return
+            }
+            guard let line else { return }
+            if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\r") }) { continue }
+            guard let reply = waitFor({ await self.handle(line: line, connection: connection) }) else { continue }
+            guard (try? connection.write(Array((reply.encodedLine() + "\n").utf8))) != nil else { return }
+        }
+    }
+
+    /// Never throws: a malformed request gets an error reply and changes nothing.
+    func handle(line: [UInt8], connection: StreamConnection) async -> JSONValue? {
+        guard let request = try? JSONValue.parse(Data(line)), let fields = request.objectValue else {
+            return Self.reply(id: nil, error: .invalidRequest("The request is not a JSON object."))
+        }
+        let id = fields["id"]
+        guard let op = fields["op"]?.stringValue else {
+            return Self.reply(id: id, error: .invalidRequest("The request has no \"op\"."))
+        }
+        do throws(HandoffError) {
+            guard let result = try await perform(op, fields, connection: connection, id: id) else { return nil }
+            return ["id": id ?? .null, "ok": true, "result": result]
+        } catch {
+            return Self.reply(id: id, error: error)
+        }
+    }
+
+    static func reply(id: JSONValue?, error: HandoffError) -> JSONValue {
+        ["id": id ?? .null, "ok": false, "error": errorJSON(error)]
+    }
+
+    /// Returns nil when the reply was already sent (subscribe).
+    private func perform(_ op: String, _ fields: [String: JSONValue], connection: StreamConnection,
+                         id: JSONValue?) async throws(HandoffError) -> JSONValue? {
+        switch op {
+        case "publish":
+            guard let body = fields["activity"] else { throw .invalidRequest("publish needs an \"activity\" object.") }
+            let entry = try publish(try Activity(json: body))
+            return publishResult(entry)
+        case "becomeCurrent":
+            guard let activity = resigned ?? published?.activity else {
+                throw HandoffError(.notFound, "There is no resigned activity to make current again.",
+                                   fix: "Publish the activity instead.")
+            }
+            return publishResult(try publish(activity))
+        case "resign":
+            let had = published != nil
+            if let current = published { resigned = current.activity }
+            published = nil
+            announce()
+            return ["resigned": .bool(had)]
+        case "invalidate":
+            let had = published != nil || resigned != nil
+            published = nil
+            resigned = nil
+            announce()
+            return ["invalidated": .bool(had)]
+        case "list":
+            return ["peers": .array(peerList())]
+        case "accept":
+            let (peer, activity) = try await accept(try reference(fields))
+            return ["peer": .string(peer.deviceID.description), "name": .string(peer.name), "activity": activity.json]
+        case "decline":
+            let peer = try peers.resolve(try reference(fields))
+            guard let offer = peer.visibleOffer(nowMillis: wallClockMillis()) else {
+                throw HandoffError(.notFound, "\(peer.name) offers nothing to decline.", fix: "Run 'handoff-peer list'.")
+            }
+            peers.decline(peer.key, sequence: offer.summary.sequence)
+            broadcast(["event": "declined", "peer": .string(peer.deviceID.description), "type": .string(offer.summary.activityType)])
+            return ["declined": .string(peer.deviceID.description)]
+        case "status":
+            return status()
+        case "id":
+            return ["deviceId": .string(deviceID.description), "publicKey": .string(identity.publicKey.hex),
+                    "name": .string(configuration.name)]
+        case "trust":
+            return try trustRequest(fields)
+        case "untrust":
+            return try untrustRequest(fields)
+        case "subscribe":
+            nextSubscriberID += 1
+            let sink = EventSink(connection: connection)
+            subscribers[nextSubscriberID] = sink
+            _ = sink.send(["id": id ?? .null, "ok": true, "result": ["subscribed": true]])
+            return nil
+        default:
+            throw .invalidRequest("Unknown op '\(op)'. Known: publish, becomeCurrent, resign, invalidate, list, accept, decline, status, id, trust, untrust, subscribe.")
+        }
+    }
+
+    private func reference(_ fields: [String: JSONValue]) throws(HandoffError) -> String {
+        guard let peer = fields["peer"]?.stringValue, !peer.isEmpty else {
+            throw .invalidRequest("This op needs \"peer\": a device id (or a unique prefix of it) or a device name.")
+        }
+        return peer
+    }
+
+    private func publishResult(_ entry: PublishedActivity) -> JSONValue {
+        let userInfoBytes = entry.activity.encodedUserInfoSize
+        var warnings: [JSONValue] = []
+        if userInfoBytes > ActivityLimits.recommendedUserInfoBytes {
+            warnings.append(.string("userInfo is \(userInfoBytes) bytes, above Apple's 3 KB guidance; it still transfers, but keep activities small."))
+        }
+        return ["sequence": .integer(Int64(clamping: entry.activity.sequence)),
+                "payloadBytes": .integer(Int64(entry.payload.count)),
+                "userInfoBytes": .integer(Int64(userInfoBytes)),
+                "warnings": .array(warnings)]
+    }
+
+    func peerList() -> [JSONValue] {
+        let now = wallClockMillis()
+        return peers.peers.values.sorted { ($0.name, $0.deviceID) < ($1.name, $1.deviceID) }.map { peer in
+            var fields: [String: JSONValue] = [
+                "peer": .string(peer.deviceID.description), "name": .string(peer.name),
+                "hosts": .array(peer.hosts.map { .string($0) }), "port": .integer(Int64(peer.transferPort)),
+                "lastSeenMillisAgo": .integer(Int64(clamping: now &- peer.lastSeenMillis)),
+            ]
+            if let offer = peer.visibleOffer(nowMillis: now) {
+                var summary = Self.offerJSON(offer.summary)
+                if case var .object(values) = summary {
+                    values["ageMillis"] = .integer(Int64(clamping: now &- offer.summary.timestampMillis))
+                    summary = .object(values)
+                }
+                fields["offer"] = summary
+            } else {
+                fields["offer"] = .null
+            }
+            return .object(fields)
+        }
+    }
+
+    func status() -> JSONValue {
+        var current: JSONValue = .null
+        if let published {
+            current = ["type": .string(published.activity.type), "sequence": .integer(Int64(clamping: published.activity.sequence)),
+                       "payloadBytes": .integer(Int64(published.payload.count))]
+        }
+        return [
+            "deviceId": .string(deviceID.description), "publicKey": .string(identity.publicKey.hex),
+            "name": .string(configuration.name), "transferPort": .integer(Int64(transferPort)),
+            "socket": .string(configuration.socketPath), "stateDirectory": .string(configuration.stateDirectory),
+            "uptimeSeconds": .integer(Int64((monotonicMillis() - startedAtMillis) / 1000)),
+            "discovery": .array(discoveryPaths.map { ["path": .string($0.name), "state": .string($0.state)] }),
+            "peers": .integer(Int64(peers.peers.count)), "trustedDevices": .integer(Int64(trust.entries.count)),
+            "drops": peers.drops.json, "current": current,
+            "transfers": ["served": .integer(Int64(servedCount)), "refused": .integer(Int64(refusedCount))],
+        ]
+    }
+
+    private func trustRequest(_ fields: [String: JSONValue]) throws(HandoffError) -> JSONValue {
+        let key: DeviceKey
+        var name = fields["name"]?.stringValue ?? ""
+        if let hex = fields["key"]?.stringValue {
+            guard let parsed = DeviceKey(hex: hex) else {
+                throw .invalidRequest("\"key\" must be 64 hexadecimal characters (the output of 'handoff-peer id --key').")
+            }
+            key = parsed
+        } else if let text = fields["deviceId"]?.stringValue {
+            guard let wanted = DeviceID(parsing: text) else {
+                throw HandoffError(.invalidRequest, "'\(text)' is not a device id.",
+                                   fix: "Copy the 16-character id shown by 'handoff-peer id' on the other host, e.g. K7QM-2XPA-9D3F-H6RT.")
+            }
+            guard let found = peers.strangers.first(where: { Ed25519.deviceID(of: $0.key) == wanted }) else {
+                throw HandoffError(.notFound, "No device with id \(wanted) has announced itself on this network recently.",
+                                   fix: "Start handoffd on that host and try again within a minute, or trust its full key: run 'handoff-peer id --key' there and 'handoff-peer trust KEY' here.")
+            }
+            key = found.key
+            if name.isEmpty { name = found.value.name }
+        } else {
+            throw .invalidRequest("trust needs \"key\" (hex public key) or \"deviceId\".")
+        }
+        guard key != identity.publicKey else {
+            throw HandoffError(.invalidRequest, "That is this device's own key.", fix: "Trust the other host's key, shown by 'handoff-peer id' there.")
+        }
+        try trust.add(key, name: name, nowMillis: wallClockMillis())
+        peers.forgetStranger(key)
+        let id = Ed25519.deviceID(of: key)
+        log.info("now trusting \(id)")
+        return ["deviceId": .string(id.description), "publicKey": .string(key.hex)]
+    }
+
+    private func untrustRequest(_ fields: [String: JSONValue]) throws(HandoffError) -> JSONValue {
+        guard let text = fields["peer"]?.stringValue else { throw .invalidRequest("untrust needs \"peer\": a device id or public key.") }
+        let wanted = DeviceKey(hex: text).map { Ed25519.deviceID(of: $0) } ?? DeviceID(parsing: text)
+        guard let entry = trust.entries.values.first(where: { Ed25519.deviceID(of: $0.key) == wanted }) else {
+            throw HandoffError(.notFound, "No trusted device has id '\(text)'.", fix: "Run 'handoff-peer status' to see how many devices are trusted, and check the id.")
+        }
+        try trust.remove(entry.key)
+        emit(peers.remove(entry.key))
+        log.info("no longer trusting \(Ed25519.deviceID(of: entry.key))")
+        return ["untrusted": .string(Ed25519.deviceID(of: entry.key).description)]
+    }
+
+    func unsubscribe(_ connection: StreamConnection) {
+        subscribers = subscribers.filter { $0.value.connection !== connection }
+    }
+}

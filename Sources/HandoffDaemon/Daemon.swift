@@ -1,0 +1,239 @@
+import Foundation
+import Glibc
+import HandoffCore
+import HandoffCrypto
+import HandoffTransport
+
+/// The daemon's single owner of state: identity, trust, the published
+/// activity, the peer table and the subscribers. Socket threads and discovery
+/// callbacks hop onto this actor; blocking I/O runs on threads of its own.
+public actor Daemon {
+    let configuration: DaemonConfiguration
+    let log: Log
+    let identity: Identity
+    let deviceID: DeviceID
+    let verifier = Ed25519()
+    let stateDirectory: StateDirectory
+    var trust: TrustStore
+    var peers: PeerTable
+    var published: PublishedActivity?
+    /// The activity after `resign`, kept so `becomeCurrent` can offer it again.
+    var resigned: Activity?
+    var lastActivitySequence: UInt64 = 0
+    var announceSequence: UInt64
+    var subscribers: [Int: EventSink] = [:]
+    var nextSubscriberID = 0
+    var nextAcceptID = 0
+    var discoveryPaths: [any DiscoveryPath] = []
+    var transferListener: StreamListener?
+    var apiListener: StreamListener?
+    var transferPort: UInt16 = 0
+    let startedAtMillis = monotonicMillis()
+    var servedCount = 0
+    var refusedCount = 0
+
+    /// The current offer with everything needed to serve it.
+    struct PublishedActivity {
+        var activity: Activity
+        var payload: [UInt8]
+        var summary: SignedSummary
+    }
+
+    /// Loads (or creates) the identity and trust store. Fails, changing nothing,
+    /// if either file is corrupt.
+    public init(configuration: DaemonConfiguration) throws(HandoffError) {
+        self.configuration = configuration
+        log = Log(level: configuration.logLevel)
+        stateDirectory = StateDirectory(path: configuration.stateDirectory)
+        try stateDirectory.prepare()
+        let (identity, created) = try stateDirectory.loadOrCreateIdentity()
+        self.identity = identity
+        deviceID = identity.deviceID
+        trust = try TrustStore.load(from: stateDirectory)
+        peers = PeerTable(ownKey: identity.publicKey, fingerprint: Ed25519.deviceID(of:))
+        // Sequences start from the clock so they keep growing across restarts.
+        announceSequence = wallClockMillis()
+        if created { log.info("created a new identity, device id \(deviceID)") }
+    }
+
+    // MARK: - Lifecycle
+
+    public func start() throws(HandoffError) {
+        log.info("device id \(deviceID), name '\(configuration.name)', \(trust.entries.count) trusted device(s)")
+        do {
+            let transfer = try StreamListener.tcp(port: configuration.transferPort)
+            transferListener = transfer
+            transferPort = transfer.port
+            transfer.run(name: "transfer") { [self] connection in serve(connection) }
+        } catch {
+            throw HandoffError(.network, "Cannot open the transfer port \(configuration.transferPort)/tcp: \(error).",
+                               fix: "Stop the program using the port or pass another with --port.")
+        }
+        try startLocalAPI()
+        var multicast = configuration.multicast
+        multicast.interface = configuration.interface
+        let path = MulticastDiscovery(configuration: multicast)
+        try path.start { [self] observation in
+            Task { await self.observe(observation) }
+        }
+        discoveryPaths.append(path)
+        log.info("transfer port \(transferPort)/tcp; \(path.name): \(path.state)")
+        announce()
+        Task { await runTimers() }
+    }
+
+    private func startLocalAPI() throws(HandoffError) {
+        let path = configuration.socketPath
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty, mkdir(directory, 0o700) != 0, errno != EEXIST {
+            throw HandoffError(.storage, "Cannot create \(directory) for the local API socket.",
+                               fix: "Create it (mode 0700) or pass --socket with a writable location.")
+        }
+        do {
+            let listener = try StreamListener.unix(path: path)
+            apiListener = listener
+            listener.run(name: "local API") { [self] connection in serveLocalClient(connection) }
+        } catch {
+            throw HandoffError(.storage, "Cannot listen on \(path): \(error).",
+                               fix: error.errno == EADDRINUSE ? "Another handoffd runs with this socket; stop it or pass another --socket."
+                                                              : "Pass --socket with a path in a directory you own.")
+        }
+    }
+
+    /// Says goodbye so peers drop this host at once, then closes everything.
+    public func shutdown() {
+        log.info("stopping")
+        announce(kind: .goodbye)
+        for path in discoveryPaths { path.stop() }
+        transferListener?.stop()
+        apiListener?.stop()
+        unlink(configuration.socketPath)
+    }
+
+    private func runTimers() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(configuration.announceIntervalMillis))
+            tick()
+        }
+    }
+
+    /// Periodic work: expire peers and activities, refresh the summary, repeat the announcement.
+    func tick() {
+        let now = wallClockMillis()
+        emit(peers.expire(nowMillis: now))
+        if let current = published {
+            if current.activity.isExpired(nowMillis: now) {
+                log.info("activity of type \(current.activity.type) expired")
+                published = nil
+                resigned = nil
+                broadcast(["event": "activityEnded", "reason": "expired", "type": .string(current.activity.type)])
+            } else if current.activity.expiresAtMillis == nil,
+                      current.summary.summary.expiresAtMillis < now + configuration.summaryLifetimeMillis / 2 {
+                _ = try? publish(current.activity)
+                return
+            }
+        }
+        announce()
+    }
+
+    // MARK: - Announcing
+
+    func announce(kind: Announcement.Kind = .present) {
+        announceSequence = max(announceSequence + 1, wallClockMillis())
+        let announcement = Announcement(kind: kind, senderKey: identity.publicKey, sequence: announceSequence,
+                                        timestampMillis: wallClockMillis(), transferPort: transferPort,
+                                        ttlSeconds: configuration.peerTTLSeconds, name: configuration.name,
+                                        summary: kind == .present ? published?.summary : nil)
+        do {
+            let datagram = try announcement.signedDatagram(by: identity)
+            for path in discoveryPaths { path.announce(datagram) }
+        } catch {
+            log.error("cannot encode announcement: \(error)")
+        }
+    }
+
+    func observe(_ observation: DiscoveryObservation) {
+        switch observation {
+        case let .announcement(bytes, host):
+            let before = peers.drops
+            let events = peers.receive(datagram: bytes, fromHost: host, nowMillis: wallClockMillis(),
+                                       verifier: verifier, isTrusted: trust.contains)
+            if peers.drops != before { log.debug("dropped announcement from \(host): \(peers.drops.json.encodedLine())") }
+            emit(events)
+        }
+    }
+
+    // MARK: - Publishing
+
+    /// Makes `activity` the current one, with a fresh sequence and signed summary.
+    @discardableResult
+    func publish(_ input: Activity) throws(HandoffError) -> PublishedActivity {
+        var activity = input
+        try activity.validate()
+        let now = wallClockMillis()
+        if activity.isExpired(nowMillis: now) {
+            throw HandoffError.invalidActivity("The activity has already expired.", fix: "Give an expiration in the future.")
+        }
+        lastActivitySequence = max(lastActivitySequence + 1, now)
+        activity.sequence = lastActivitySequence
+        let payload = activity.encodedPayload()
+        let summary = Summary(senderKey: identity.publicKey, senderName: configuration.name,
+                              activityType: activity.type, title: activity.title,
+                              payloadSize: UInt32(payload.count), payloadDigest: Blake2b.digest(payload),
+                              sequence: activity.sequence, timestampMillis: now,
+                              expiresAtMillis: activity.expiresAtMillis ?? now + configuration.summaryLifetimeMillis)
+        let signed: SignedSummary
+        do {
+            signed = try summary.signed(by: identity)
+        } catch {
+            throw HandoffError.invalidActivity("The summary cannot be encoded: \(error).", fix: "Shorten the title or type.")
+        }
+        let entry = PublishedActivity(activity: activity, payload: payload, summary: signed)
+        published = entry
+        resigned = nil
+        log.info("published activity of type \(activity.type), sequence \(activity.sequence), \(payload.count) bytes")
+        announce()
+        return entry
+    }
+
+    // MARK: - Events
+
+    func emit(_ events: [PeerEvent]) {
+        for event in events {
+            switch event {
+            case let .appeared(key):
+                guard let peer = peers.peers[key] else { continue }
+                log.info("peer \(peer.deviceID) appeared")
+                broadcast(["event": "peerAppeared", "peer": .string(peer.deviceID.description), "name": .string(peer.name)])
+            case let .left(key):
+                let id = Ed25519.deviceID(of: key)
+                log.info("peer \(id) left")
+                broadcast(["event": "peerLeft", "peer": .string(id.description)])
+            case let .offerReceived(key):
+                guard let peer = peers.peers[key], let offer = peer.offer else { continue }
+                log.info("peer \(peer.deviceID) offers type \(offer.summary.activityType), sequence \(offer.summary.sequence)")
+                broadcast(["event": "summaryReceived", "peer": .string(peer.deviceID.description),
+                           "offer": Self.offerJSON(offer.summary)])
+            case let .offerWithdrawn(key):
+                broadcast(["event": "summaryWithdrawn", "peer": .string(Ed25519.deviceID(of: key).description)])
+            }
+        }
+    }
+
+    func broadcast(_ fields: [String: JSONValue]) {
+        let event = JSONValue.object(fields)
+        for (id, sink) in subscribers where !sink.send(event) {
+            subscribers.removeValue(forKey: id)
+        }
+    }
+
+    static func offerJSON(_ summary: Summary) -> JSONValue {
+        .object([
+            "type": .string(summary.activityType), "title": .string(summary.title),
+            "payloadSize": .integer(Int64(summary.payloadSize)), "sequence": .integer(Int64(clamping: summary.sequence)),
+            "timestampMillis": .integer(Int64(clamping: summary.timestampMillis)),
+            "expiresAtMillis": .integer(Int64(clamping: summary.expiresAtMillis)),
+            "digest": .string(Hex.encode(summary.payloadDigest)),
+        ])
+    }
+}

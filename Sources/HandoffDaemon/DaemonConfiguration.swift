@@ -1,0 +1,43 @@
+import Foundation
+import Glibc
+import HandoffCore
+import HandoffTransport
+
+/// Everything `handoffd` is told on its command line.
+public struct DaemonConfiguration: Sendable {
+    public var stateDirectory: String
+    public var socketPath: String
+    public var name: String
+    public var interface: String?
+    /// TCP port of the transfer socket; 0 picks a free one.
+    public var transferPort: UInt16 = 47181
+    public var multicast = MulticastDiscovery.Configuration()
+    /// How often the announcement is repeated when nothing changes.
+    public var announceIntervalMillis: UInt64 = 5000
+    /// How long peers keep this host listed after its last announcement.
+    public var peerTTLSeconds: UInt16 = 15
+    /// Lifetime of a summary for an activity without its own expiration; it is
+    /// re-signed with a new sequence before it runs out.
+    public var summaryLifetimeMillis: UInt64 = 3_600_000
+    /// How long a fetch may wait on the peer at any one step.
+    public var transferTimeoutMillis: Int = 10_000
+    public var logLevel: Log.Level = .info
+
+    public init(stateDirectory: String, socketPath: String, name: String) {
+        self.stateDirectory = stateDirectory
+        self.socketPath = socketPath
+        self.name = name
+    }
+
+    public static func defaultSocketPath() -> String {
+        LocalAPIPath.socketPath(environment: ProcessInfo.processInfo.environment, uid: getuid(), isClient: false)
+    }
+
+    /// The host name, cut to what fits in a summary.
+    public static func defaultName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        gethostname(&buffer, buffer.count)
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name.isEmpty ? "linux" : name.utf8Prefix(maxBytes: Summary.nameBytes)
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Glibc
+import HandoffCore
+import HandoffTransport
+
+/// A connection to the local handoffd over its API socket (Docs/LOCAL-API.md).
+/// Calls block until the daemon answers; use one client per thread.
+public final class HandoffClient {
+    public let socketPath: String
+    private let connection: StreamConnection
+    private var nextID: Int64 = 0
+
+    /// Connects to `socketPath`, else `$HANDOFF_SOCKET`, else the default path.
+    public init(socketPath: String? = nil) throws(HandoffError) {
+        let path = socketPath ?? LocalAPIPath.socketPath(environment: ProcessInfo.processInfo.environment,
+                                                         uid: getuid(), isClient: true)
+        self.socketPath = path
+        do {
+            connection = try StreamConnection.connect(unixPath: path)
+        } catch {
+            throw HandoffError(.daemonUnavailable, "Cannot reach handoffd at \(path): \(error).",
+                               fix: "Start handoffd (or 'systemctl --user start handoffd'), or point --socket / HANDOFF_SOCKET at its socket.")
+        }
+    }
+
+    deinit { connection.close() }
+
+    /// Sends one request and returns its `result`; a daemon error is thrown as is.
+    public func request(_ op: String, _ parameters: [String: JSONValue] = [:]) throws(HandoffError) -> JSONValue {
+        nextID += 1
+        var fields = parameters
+        fields["op"] = .string(op)
+        fields["id"] = .integer(nextID)
+        do {
+            try connection.write(Array((JSONValue.object(fields).encodedLine() + "\n").utf8))
+        } catch {
+            throw lost(error)
+        }
+        while true {
+            let reply = try readMessage()
+            // Events may interleave with replies once subscribed; replies carry our id.
+            guard reply["event"] == nil, reply["id"] == .integer(nextID) else { continue }
+            if reply["ok"] == .bool(true) { return reply["result"] ?? .null }
+            throw Self.error(from: reply["error"])
+        }
+    }
+
+    /// Subscribes to events; then read them with `nextEvent()`.
+    public func subscribe() throws(HandoffError) {
+        _ = try request("subscribe")
+    }
+
+    /// Blocks until the daemon sends the next event; nil when the daemon closes the connection.
+    public func nextEvent() throws(HandoffError) -> JSONValue? {
+        while true {
+            let message: JSONValue
+            do {
+                message = try readMessage()
+            } catch where error.code == .daemonUnavailable {
+                return nil
+            }
+            if message["event"] != nil { return message }
+        }
+    }
+
+    private func readMessage() throws(HandoffError) -> JSONValue {
+        let line: [UInt8]?
+        do {
+            line = try connection.readLine(maxBytes: 256 * 1024 * 1024)
+        } catch {
+            throw lost(error)
+        }
+        guard let line else {
+            throw HandoffError(.daemonUnavailable, "handoffd closed the connection.", fix: "Check that handoffd is still running (its log says why it stopped).")
+        }
+        return try JSONValue.parse(Data(line))
+    }
+
+    private func lost(_ error: SystemError) -> HandoffError {
+        HandoffError(.daemonUnavailable, "Lost the connection to handoffd at \(socketPath): \(error).",
+                     fix: "Check that handoffd is still running.")
+    }
+
+    static func error(from value: JSONValue?) -> HandoffError {
+        guard let value, let code = value["code"]?.stringValue.flatMap(HandoffError.Code.init(rawValue:)) else {
+            return HandoffError(.internal, "handoffd answered with an error this client does not understand.",
+                                fix: "Make sure handoff-peer and handoffd are the same version.")
+        }
+        return HandoffError(code, value["message"]?.stringValue ?? "", fix: value["fix"]?.stringValue ?? "")
+    }
+}
+
+// MARK: - Typed calls
+
+extension HandoffClient {
+    /// Makes `activity` current: peers that trust this device list it. Returns the daemon's receipt,
+    /// including warnings (for example a userInfo above Apple's 3 KB guidance).
+    @discardableResult
+    public func publish(_ activity: Activity) throws(HandoffError) -> JSONValue {
+        try activity.validate()
+        return try request("publish", ["activity": activity.json])
+    }
+
+    public func resign() throws(HandoffError) { _ = try request("resign") }
+    public func invalidate() throws(HandoffError) { _ = try request("invalidate") }
+
+    /// Peers in range, each with its current offer (or null).
+    public func list() throws(HandoffError) -> [JSONValue] {
+        try request("list")["peers"]?.arrayValue ?? []
+    }
+
+    /// Fetches and verifies the offer of `peer` (device id, unique prefix, or name).
+    public func accept(peer: String) throws(HandoffError) -> Activity {
+        let result = try request("accept", ["peer": .string(peer)])
+        guard let body = result["activity"] else {
+            throw HandoffError(.internal, "handoffd accepted but returned no activity.", fix: "Report this as a bug.")
+        }
+        return try Activity(json: body)
+    }
+}

@@ -1,0 +1,263 @@
+import Foundation
+import Glibc
+import HandoffCore
+import Synchronization
+
+/// Signed announcements over link-local UDP multicast, IPv4 and IPv6. This is
+/// the path that works with no Avahi and no Bluetooth, on any shared link.
+public final class MulticastDiscovery: DiscoveryPath {
+    public struct Configuration: Sendable {
+        /// Unassigned in IANA's link-local block; never routed beyond the link.
+        public var ipv4Group = "224.0.0.199"
+        public var ipv6Group = "ff02::4846"
+        public var port: UInt16 = 47180
+        /// nil: every up, multicast-capable, non-loopback interface.
+        public var interface: String?
+
+        public init() {}
+    }
+
+    public let name = "multicast"
+    private let configuration: Configuration
+    private let sockets = Mutex(Sockets())
+    private let running = Atomic<Bool>(false)
+
+    struct Sockets: ~Copyable {
+        var ipv4: Int32 = -1
+        var ipv6: Int32 = -1
+        var interfaces: [(name: String, index: UInt32)] = []
+        var problems: [String] = []
+    }
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    public var state: String {
+        sockets.withLock { sockets in
+            let names = sockets.interfaces.map(\.name).joined(separator: ",")
+            var families: [String] = []
+            if sockets.ipv4 >= 0 { families.append(configuration.ipv4Group) }
+            if sockets.ipv6 >= 0 { families.append(configuration.ipv6Group) }
+            let base = families.isEmpty ? "no multicast socket" :
+                "joined \(families.joined(separator: " and ")) port \(configuration.port) on \(names.isEmpty ? "no interface" : names)"
+            return sockets.problems.isEmpty ? base : base + "; " + sockets.problems.joined(separator: "; ")
+        }
+    }
+
+    public func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {
+        let interfaces = try Self.multicastInterfaces(named: configuration.interface)
+        var problems: [String] = []
+        let ipv4: Int32
+        let ipv6: Int32
+        do throws(SystemError) {
+            ipv4 = try openIPv4(interfaces: interfaces)
+        } catch {
+            ipv4 = -1
+            problems.append("IPv4: \(error)")
+        }
+        do throws(SystemError) {
+            ipv6 = try openIPv6(interfaces: interfaces)
+        } catch {
+            ipv6 = -1
+            problems.append("IPv6: \(error)")
+        }
+        guard ipv4 >= 0 || ipv6 >= 0 else {
+            throw HandoffError(.network, "Could not join the multicast groups: \(problems.joined(separator: "; ")).",
+                               fix: "Check that the interface is up and has an address, and that port \(configuration.port)/udp is free.")
+        }
+        sockets.withLock {
+            $0.ipv4 = ipv4
+            $0.ipv6 = ipv6
+            $0.interfaces = interfaces
+            $0.problems = problems
+        }
+        running.store(true, ordering: .releasing)
+        for fd in [ipv4, ipv6] where fd >= 0 {
+            let thread = Thread { [self] in receiveLoop(fd: fd, observer: observer) }
+            thread.name = "multicast receive"
+            thread.start()
+        }
+    }
+
+    private func receiveLoop(fd: Int32, observer: @Sendable (DiscoveryObservation) -> Void) {
+        var buffer = [UInt8](repeating: 0, count: Announcement.maximumBytes + 1)
+        while running.load(ordering: .acquiring) {
+            var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pollfd, 1, 500) > 0 else { continue }
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let received = buffer.withUnsafeMutableBytes { raw in
+                withUnsafeMutablePointer(to: &storage) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        recvfrom(fd, raw.baseAddress, raw.count, 0, $0, &length)
+                    }
+                }
+            }
+            // Oversized datagrams arrive truncated to the buffer; hand them on so they are counted as malformed.
+            guard received > 0 else { continue }
+            let host = SocketAddress(storage: storage, length: length).host
+            observer(.announcement(bytes: Array(buffer[0..<received]), fromHost: host))
+        }
+    }
+
+    public func announce(_ datagram: [UInt8]) {
+        sockets.withLock { sockets in
+            for interface in sockets.interfaces {
+                if sockets.ipv4 >= 0 { sendIPv4(datagram, fd: sockets.ipv4, interface: interface.index) }
+                if sockets.ipv6 >= 0 { sendIPv6(datagram, fd: sockets.ipv6, interface: interface.index) }
+            }
+        }
+    }
+
+    public func stop() {
+        running.store(false, ordering: .releasing)
+        sockets.withLock { sockets in
+            for fd in [sockets.ipv4, sockets.ipv6] where fd >= 0 { close(fd) }
+            sockets.ipv4 = -1
+            sockets.ipv6 = -1
+        }
+    }
+
+    // MARK: - IPv4
+
+    private func openIPv4(interfaces: [(name: String, index: UInt32)]) throws(SystemError) -> Int32 {
+        let fd = try systemCall("socket(AF_INET)") { socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        do throws(SystemError) {
+            try setOption(fd, SOL_SOCKET, SO_REUSEADDR, Int32(1), "setsockopt(SO_REUSEADDR)")
+            try setOption(fd, SOL_SOCKET, SO_REUSEPORT, Int32(1), "setsockopt(SO_REUSEPORT)")
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = configuration.port.bigEndian
+            address.sin_addr.s_addr = INADDR_ANY
+            try systemCall("bind(udp \(configuration.port))") {
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+            }
+            let group = try Self.ipv4Address(configuration.ipv4Group)
+            for interface in interfaces {
+                let request = ip_mreqn(imr_multiaddr: group, imr_address: in_addr(s_addr: INADDR_ANY),
+                                       imr_ifindex: Int32(interface.index))
+                try setOption(fd, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, request, "IP_ADD_MEMBERSHIP on \(interface.name)")
+            }
+            try setOption(fd, Int32(IPPROTO_IP), IP_MULTICAST_TTL, Int32(1), "setsockopt(IP_MULTICAST_TTL)")
+            try setOption(fd, Int32(IPPROTO_IP), IP_MULTICAST_LOOP, Int32(0), "setsockopt(IP_MULTICAST_LOOP)")
+            return fd
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    private func sendIPv4(_ datagram: [UInt8], fd: Int32, interface: UInt32) {
+        let choose = ip_mreqn(imr_multiaddr: in_addr(s_addr: INADDR_ANY), imr_address: in_addr(s_addr: INADDR_ANY),
+                              imr_ifindex: Int32(interface))
+        guard (try? setOption(fd, Int32(IPPROTO_IP), IP_MULTICAST_IF, choose, "IP_MULTICAST_IF")) != nil,
+              let group = try? Self.ipv4Address(configuration.ipv4Group) else { return }
+        var destination = sockaddr_in()
+        destination.sin_family = sa_family_t(AF_INET)
+        destination.sin_port = configuration.port.bigEndian
+        destination.sin_addr = group
+        _ = datagram.withUnsafeBytes { raw in
+            withUnsafePointer(to: &destination) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(fd, raw.baseAddress, raw.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+        }
+    }
+
+    // MARK: - IPv6
+
+    private func openIPv6(interfaces: [(name: String, index: UInt32)]) throws(SystemError) -> Int32 {
+        let fd = try systemCall("socket(AF_INET6)") { socket(AF_INET6, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        do throws(SystemError) {
+            try setOption(fd, SOL_SOCKET, SO_REUSEADDR, Int32(1), "setsockopt(SO_REUSEADDR)")
+            try setOption(fd, SOL_SOCKET, SO_REUSEPORT, Int32(1), "setsockopt(SO_REUSEPORT)")
+            try setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, Int32(1), "setsockopt(IPV6_V6ONLY)")
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = configuration.port.bigEndian
+            address.sin6_addr = in6addr_any
+            try systemCall("bind(udp6 \(configuration.port))") {
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                }
+            }
+            let group = try Self.ipv6Address(configuration.ipv6Group)
+            for interface in interfaces {
+                let request = ipv6_mreq(ipv6mr_multiaddr: group, ipv6mr_interface: interface.index)
+                try setOption(fd, Int32(IPPROTO_IPV6), IPV6_ADD_MEMBERSHIP, request, "IPV6_ADD_MEMBERSHIP on \(interface.name)")
+            }
+            try setOption(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_HOPS, Int32(1), "setsockopt(IPV6_MULTICAST_HOPS)")
+            try setOption(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_LOOP, Int32(0), "setsockopt(IPV6_MULTICAST_LOOP)")
+            return fd
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    private func sendIPv6(_ datagram: [UInt8], fd: Int32, interface: UInt32) {
+        guard let group = try? Self.ipv6Address(configuration.ipv6Group) else { return }
+        var destination = sockaddr_in6()
+        destination.sin6_family = sa_family_t(AF_INET6)
+        destination.sin6_port = configuration.port.bigEndian
+        destination.sin6_addr = group
+        // The scope id picks the link for a link-local group.
+        destination.sin6_scope_id = interface
+        _ = datagram.withUnsafeBytes { raw in
+            withUnsafePointer(to: &destination) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(fd, raw.baseAddress, raw.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
+            }
+        }
+    }
+
+    // MARK: - Helpers
+
+    static func ipv4Address(_ text: String) throws(SystemError) -> in_addr {
+        var address = in_addr()
+        guard inet_pton(AF_INET, text, &address) == 1 else { throw SystemError("inet_pton(\(text))", errno: EINVAL) }
+        return address
+    }
+
+    static func ipv6Address(_ text: String) throws(SystemError) -> in6_addr {
+        var address = in6_addr()
+        guard inet_pton(AF_INET6, text, &address) == 1 else { throw SystemError("inet_pton(\(text))", errno: EINVAL) }
+        return address
+    }
+
+    /// The named interface, or every interface that is up, multicast-capable and not loopback.
+    static func multicastInterfaces(named wanted: String?) throws(HandoffError) -> [(name: String, index: UInt32)] {
+        if let wanted {
+            let index = if_nametoindex(wanted)
+            guard index != 0 else {
+                throw HandoffError(.network, "There is no network interface named '\(wanted)'.",
+                                   fix: "Pick one from 'ip link' or leave out --interface to use every multicast-capable interface.")
+            }
+            return [(wanted, index)]
+        }
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return [] }
+        defer { freeifaddrs(list) }
+        var found: [(name: String, index: UInt32)] = []
+        var cursor = list
+        while let entry = cursor {
+            let flags = Int32(entry.pointee.ifa_flags)
+            let name = String(cString: entry.pointee.ifa_name)
+            if flags & Int32(IFF_UP) != 0, flags & Int32(IFF_MULTICAST) != 0,
+               flags & Int32(IFF_LOOPBACK) == 0, !found.contains(where: { $0.name == name }) {
+                found.append((name, if_nametoindex(name)))
+            }
+            cursor = entry.pointee.ifa_next
+        }
+        guard !found.isEmpty else {
+            throw HandoffError(.network, "No network interface is up and multicast-capable.",
+                               fix: "Connect to a network (Wi-Fi or Ethernet); Handoff needs a link shared with the other host.")
+        }
+        return found
+    }
+}

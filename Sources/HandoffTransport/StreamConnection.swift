@@ -1,0 +1,157 @@
+import Glibc
+import Synchronization
+
+/// One connected stream socket (TCP or Unix), used with blocking calls from a
+/// thread of its own. Reads belong to one thread; writes are serialised by a
+/// lock so event pushes and replies never interleave.
+public final class StreamConnection: Sendable {
+    public let fd: Int32
+    /// Who is on the other end, for logs (numeric address or "local").
+    public let remote: String
+    private let readState = Mutex(ReadState())
+    private let writeLock = Mutex(())
+    private let closed = Atomic<Bool>(false)
+
+    struct ReadState: ~Copyable {
+        var buffer: [UInt8] = []
+    }
+
+    init(fd: Int32, remote: String) {
+        self.fd = fd
+        self.remote = remote
+    }
+
+    deinit { close() }
+
+    /// Connects to a TCP address with a timeout.
+    public static func connect(to address: SocketAddress, timeoutMillis: Int32) throws(SystemError) -> StreamConnection {
+        let fd = try systemCall("socket") { socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0) }
+        let connection = StreamConnection(fd: fd, remote: address.description)
+        let status = address.withSockaddr { Glibc.connect(fd, $0, $1) }
+        if status != 0 {
+            guard errno == EINPROGRESS else { throw SystemError("connect") }
+            var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            let ready = try systemCall("poll") { poll(&pollfd, 1, timeoutMillis) }
+            guard ready > 0 else { throw SystemError("connect", errno: ETIMEDOUT) }
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+            guard error == 0 else { throw SystemError("connect", errno: error) }
+        }
+        try connection.setBlocking()
+        return connection
+    }
+
+    /// Connects to a Unix stream socket.
+    public static func connect(unixPath path: String) throws(SystemError) -> StreamConnection {
+        let fd = try systemCall("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        let connection = StreamConnection(fd: fd, remote: "local")
+        var address = try UnixAddress(path: path)
+        _ = try address.withSockaddr { (pointer, length) throws(SystemError) in
+            try systemCall("connect(\(path))") { Glibc.connect(fd, pointer, length) }
+        }
+        return connection
+    }
+
+    func setBlocking() throws(SystemError) {
+        let flags = try systemCall("fcntl") { fcntl(fd, F_GETFL) }
+        try systemCall("fcntl") { fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) }
+    }
+
+    /// Limits how long one read or write may block; 0 means forever.
+    public func setTimeout(millis: Int) throws(SystemError) {
+        let value = timeval(tv_sec: millis / 1000, tv_usec: (millis % 1000) * 1000)
+        try setOption(fd, SOL_SOCKET, SO_RCVTIMEO, value, "setsockopt(SO_RCVTIMEO)")
+        try setOption(fd, SOL_SOCKET, SO_SNDTIMEO, value, "setsockopt(SO_SNDTIMEO)")
+    }
+
+    public func write(_ bytes: [UInt8]) throws(SystemError) {
+        try writeLock.withLock { _ throws(SystemError) in
+            var sent = 0
+            while sent < bytes.count {
+                let count = try systemCall("send") {
+                    bytes.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+                }
+                sent += count
+            }
+        }
+    }
+
+    /// Reads exactly `count` bytes; a peer that closes early is ECONNRESET.
+    public func read(exactly count: Int) throws(SystemError) -> [UInt8] {
+        try readState.withLock { (state) throws(SystemError) -> [UInt8] in
+            while state.buffer.count < count {
+                try fill(&state, wanted: count - state.buffer.count)
+            }
+            let out = Array(state.buffer.prefix(count))
+            state.buffer.removeFirst(count)
+            return out
+        }
+    }
+
+    /// Reads one newline-terminated line (without the newline). Lines longer
+    /// than `maxBytes` are refused with EMSGSIZE; nil at a clean end of stream.
+    public func readLine(maxBytes: Int) throws(SystemError) -> [UInt8]? {
+        try readState.withLock { (state) throws(SystemError) -> [UInt8]? in
+            var searched = 0
+            while true {
+                if let newline = state.buffer[searched...].firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = Array(state.buffer[..<newline])
+                    state.buffer.removeFirst(newline + 1)
+                    return line
+                }
+                searched = state.buffer.count
+                guard state.buffer.count <= maxBytes else { throw SystemError("read line", errno: EMSGSIZE) }
+                do throws(SystemError) {
+                    try fill(&state, wanted: 64 * 1024)
+                } catch {
+                    if error.errno == ECONNRESET && state.buffer.isEmpty { return nil }
+                    throw error
+                }
+            }
+        }
+    }
+
+    private func fill(_ state: inout ReadState, wanted: Int) throws(SystemError) {
+        let chunk = min(max(wanted, 4096), 1 << 20)
+        var scratch = [UInt8](repeating: 0, count: chunk)
+        let received = try systemCall("recv") {
+            scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        }
+        guard received > 0 else { throw SystemError("recv", errno: ECONNRESET) }
+        state.buffer.append(contentsOf: scratch[0..<received])
+    }
+
+    /// Stops further sends; the peer sees end of stream once it has read everything.
+    public func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
+
+    public func close() {
+        if !closed.exchange(true, ordering: .acquiringAndReleasing) {
+            Glibc.close(fd)
+        }
+    }
+}
+
+/// sockaddr_un for a filesystem path, checked against sun_path's size.
+struct UnixAddress {
+    var storage = sockaddr_un()
+
+    init(path: String) throws(SystemError) {
+        storage.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: storage.sun_path)
+        guard bytes.count < capacity else { throw SystemError("socket path too long (\(bytes.count) bytes, limit \(capacity - 1))", errno: ENAMETOOLONG) }
+        withUnsafeMutableBytes(of: &storage.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+    }
+
+    mutating func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws(SystemError) -> R) throws(SystemError) -> R {
+        try withUnsafePointer(to: &storage) { (pointer) throws(SystemError) -> R in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (raw) throws(SystemError) -> R in
+                try body(raw, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+    }
+}

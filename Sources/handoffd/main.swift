@@ -1,0 +1,107 @@
+import Dispatch
+import Foundation
+import Glibc
+import HandoffCore
+import HandoffDaemon
+
+let spec = CommandSpec(
+    name: "handoffd",
+    abstract: "handoffd: the Handoff daemon. Announces this host, lists what trusted peers offer, serves and fetches activities.",
+    options: [
+        .init("state-dir", value: "DIR", help: "Identity and trust store (default $XDG_STATE_HOME/handoff, /var/lib/handoff as root)."),
+        .init("socket", value: "PATH", help: "Local API socket (default $XDG_RUNTIME_DIR/handoff/handoffd.sock)."),
+        .init("name", value: "NAME", help: "Device name shown to trusted peers (default: the host name)."),
+        .init("interface", value: "IFNAME", help: "Announce and listen on this interface only (default: every multicast-capable one)."),
+        .init("port", value: "N", help: "Transfer port, TCP (default 47181; 0 picks a free port)."),
+        .init("discovery-port", value: "N", help: "UDP port of multicast announcements (default 47180; all hosts must agree)."),
+        .init("announce-interval", value: "SECONDS", help: "Repeat the announcement this often (default 5; changes go out at once)."),
+        .init("peer-ttl", value: "SECONDS", help: "Peers drop this host after this long without an announcement (default 15)."),
+        .init("log-level", value: "LEVEL", help: "debug, info, warning or error (default info). Logs never contain titles or payloads."),
+    ],
+    discussion: """
+    Stops cleanly on SIGTERM or SIGINT, telling peers it is leaving.
+    Exit status: 0 after a clean stop, 1 when it cannot start (the message says why), 64 on misuse.
+    """)
+
+func fail(_ message: String, usage: Bool) -> Never {
+    FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
+    if usage {
+        FileHandle.standardError.write(Data("Usage: \(spec.usage)\nSee 'handoffd --help'.\n".utf8))
+        exit(UsageError.exitCode)
+    }
+    exit(1)
+}
+
+func number<T: FixedWidthInteger>(_ arguments: ParsedArguments, _ option: String, _ range: ClosedRange<T>) -> T? {
+    guard let text = arguments.value(option) else { return nil }
+    guard let value = T(text), range.contains(value) else {
+        fail(UsageError.invalidValue(option: "--\(option)", reason: "'\(text)' is not a number from \(range.lowerBound) to \(range.upperBound).").description, usage: true)
+    }
+    return value
+}
+
+let arguments: ParsedArguments
+do {
+    arguments = try spec.parse(Array(CommandLine.arguments.dropFirst()))
+} catch {
+    fail(error.description, usage: true)
+}
+if arguments.wantsHelp {
+    print(spec.help, terminator: "")
+    exit(0)
+}
+
+var configuration = DaemonConfiguration(
+    stateDirectory: arguments.value("state-dir") ?? StateDirectory.defaultPath(),
+    socketPath: arguments.value("socket") ?? DaemonConfiguration.defaultSocketPath(),
+    name: arguments.value("name") ?? DaemonConfiguration.defaultName())
+if configuration.name.isEmpty || configuration.name.utf8.count > Summary.nameBytes
+    || configuration.name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+    fail("--name must be 1 to \(Summary.nameBytes) bytes without control characters.", usage: true)
+}
+configuration.interface = arguments.value("interface")
+if let port: UInt16 = number(arguments, "port", 0...65535) { configuration.transferPort = port }
+if let port: UInt16 = number(arguments, "discovery-port", 1...65535) { configuration.multicast.port = port }
+if let seconds: UInt64 = number(arguments, "announce-interval", 1...3600) { configuration.announceIntervalMillis = seconds * 1000 }
+if let seconds: UInt16 = number(arguments, "peer-ttl", 2...3600) { configuration.peerTTLSeconds = seconds }
+if let level = arguments.value("log-level") {
+    guard let parsed = Log.Level(name: level) else {
+        fail(UsageError.invalidValue(option: "--log-level", reason: "'\(level)' is not debug, info, warning or error.").description, usage: true)
+    }
+    configuration.logLevel = parsed
+}
+
+let daemon: Daemon
+do {
+    daemon = try Daemon(configuration: configuration)
+} catch {
+    fail("\(error.message)\nFix: \(error.fix)", usage: false)
+}
+
+// Signals arrive on a dispatch source, never in async-signal context.
+signal(SIGTERM, SIG_IGN)
+signal(SIGINT, SIG_IGN)
+signal(SIGPIPE, SIG_IGN)
+var signalSources: [DispatchSourceSignal] = []
+for number in [SIGTERM, SIGINT] {
+    let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+    source.setEventHandler {
+        Task {
+            await daemon.shutdown()
+            exit(0)
+        }
+    }
+    source.resume()
+    signalSources.append(source)
+}
+
+// Top-level code stays synchronous so dispatchMain() owns the main thread;
+// the daemon itself runs on Swift concurrency's executors.
+Task {
+    do throws(HandoffError) {
+        try await daemon.start()
+    } catch {
+        fail("\(error.message)\nFix: \(error.fix)", usage: false)
+    }
+}
+dispatchMain()
