@@ -1,0 +1,57 @@
+"""Shared helpers for the lab integration tests: drive Scripts/lab and
+handoff-peer, poll for conditions, read JSON. Needs root (network namespaces)."""
+import json
+import os
+import subprocess
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LAB = os.path.join(REPO, "Scripts", "lab")
+
+
+def lab(*args, check=True, input=None, timeout=60):
+    result = subprocess.run([LAB, *args], capture_output=True, text=True, input=input, timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"lab {' '.join(args)} exited {result.returncode}\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+def peer(host, *args, check=True):
+    return lab("peer", host, *args, check=check)
+
+
+def peer_json(host, *args):
+    return json.loads(peer(host, *args, "--json").stdout)
+
+
+def wait_until(what, condition, timeout=10.0, interval=0.05):
+    """Polls `condition` until it returns something truthy; fails with `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def offer_of(host, name):
+    """The offer `host` lists for the peer called `name`, or None."""
+    for entry in peer_json(host, "list"):
+        if entry["name"] == name and entry["offer"]:
+            return entry["offer"]
+    return None
+
+
+def listed(host, name):
+    return any(entry["name"] == name for entry in peer_json(host, "list"))
+
+
+def drops(host):
+    return peer_json(host, "status")["drops"]
+
+
+def require_root():
+    if os.geteuid() != 0:
+        raise SystemExit("The integration tests create network namespaces and need root: run them through Scripts/test as root.")

@@ -1,0 +1,209 @@
+"""Two lab hosts hand off an activity end to end, and a third host tries
+what strangers and attackers on the same link can try.
+
+Needs root: it creates network namespaces through Scripts/lab."""
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import LAB, REPO, drops, lab, listed, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
+
+DAEMON_ARGS = ["--announce-interval", "1", "--peer-ttl", "4", "--log-level", "debug"]
+PACKET_TOOL = os.path.join(REPO, "Tests", "Integration", "labpacket.py")
+
+USER_INFO = {
+    "page": 42,
+    "scroll": 0.625,
+    "done": False,
+    "tags": ["atomics", "rust", {"nested": True}],
+    "thumbnail": {"$data": base64.b64encode(bytes(range(256))).decode()},
+    "opened": {"$date": "2026-11-30T08:15:00Z"},
+    "chapter": {"title": "Memory ordering", "number": 3},
+}
+
+
+class TwoHosts(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require_root()
+        lab("down")
+        lab("up", "laptop-a", "laptop-b", "laptop-c")
+        for host in ("laptop-a", "laptop-b"):
+            lab("start", host, *DAEMON_ARGS)
+        # a and b trust each other; c is a stranger to both.
+        key_a = peer("laptop-a", "id", "--key").stdout.strip()
+        key_b = peer("laptop-b", "id", "--key").stdout.strip()
+        peer("laptop-b", "trust", key_a)
+        peer("laptop-a", "trust", key_b)
+        wait_until("b to see a", lambda: listed("laptop-b", "laptop-a"))
+
+    @classmethod
+    def tearDownClass(cls):
+        for host in ("laptop-a", "laptop-b", "laptop-c"):
+            log = lab("log", host, check=False).stdout
+            # Titles and payload values never reach the logs.
+            assert "Rust atomics" not in log and "Memory ordering" not in log, f"{host} log leaks a title"
+        if not os.environ.get("HANDOFF_KEEP_LAB"):
+            lab("down")
+
+    def publish(self, title="Rust atomics, chapter 3", **extra):
+        args = ["publish", "--type", "org.example.reader.document", "--title", title,
+                "--user-info", json.dumps(USER_INFO), "--url", "https://example.org/atomics",
+                "--content-id", "document:3F2A", "--json"]
+        for key, value in extra.items():
+            args += [f"--{key}", value]
+        return json.loads(peer("laptop-a", *args).stdout)
+
+    def test_1_publish_list_accept_delivers_identical_payload(self):
+        receipt = self.publish()
+        offer = wait_until("the offer on b", lambda: (o := offer_of("laptop-b", "laptop-a")) and
+                           o["sequence"] == receipt["sequence"] and o)
+        self.assertEqual(offer["type"], "org.example.reader.document")
+        self.assertEqual(offer["title"], "Rust atomics, chapter 3")
+        self.assertEqual(offer["payloadSize"], receipt["payloadBytes"])
+
+        activity = peer_json("laptop-b", "accept", "laptop-a")
+        self.assertEqual(activity["type"], "org.example.reader.document")
+        self.assertEqual(activity["title"], "Rust atomics, chapter 3")
+        self.assertEqual(activity["webpageURL"], "https://example.org/atomics")
+        self.assertEqual(activity["targetContentIdentifier"], "document:3F2A")
+        self.assertEqual(activity["sequence"], receipt["sequence"])
+        self.assertEqual(activity["userInfo"], USER_INFO)
+        self.assertEqual(base64.b64decode(activity["userInfo"]["thumbnail"]["$data"]), bytes(range(256)))
+
+        served = peer_json("laptop-a", "status")["transfers"]["served"]
+        self.assertGreaterEqual(served, 1)
+
+    def test_2_human_output_and_exit_codes(self):
+        self.publish()
+        wait_until("the offer on b", lambda: offer_of("laptop-b", "laptop-a"))
+        table = peer("laptop-b", "list").stdout
+        self.assertIn("laptop-a", table)
+        self.assertIn("Rust atomics, chapter 3", table)
+        accepted = peer("laptop-b", "accept", "laptop-a").stdout
+        self.assertIn("Continued from laptop-a", accepted)
+        missing = peer("laptop-b", "accept", "no-such-peer", check=False)
+        self.assertEqual(missing.returncode, 1)
+        self.assertIn("Fix:", missing.stderr)
+        misuse = peer("laptop-b", "acept", "laptop-a", check=False)
+        self.assertEqual(misuse.returncode, 64)
+        self.assertIn("Did you mean 'accept'", misuse.stderr)
+
+    def test_3_invalid_activities_fail_at_publish_naming_the_key(self):
+        before = peer_json("laptop-a", "status")["current"]
+        bad = peer("laptop-a", "publish", "--type", "org.example.reader", "--user-info",
+                   '{"a": {"b": [1, 2, null]}}', check=False)
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("userInfo.a.b[2]", bad.stderr)
+        for args, needle in [(["--type", "notreversedns"], "reverse-DNS"),
+                             (["--type", "org.example.x", "--url", "ftp://example.org/f"], "http"),
+                             (["--type", "org.example.x", "--title", "x" * 300], "title")]:
+            result = peer("laptop-a", "publish", *args, check=False)
+            self.assertEqual(result.returncode, 1, args)
+            self.assertIn(needle, result.stderr)
+        # Bad input changes nothing: the current activity is what it was.
+        self.assertEqual(peer_json("laptop-a", "status")["current"], before)
+        large = peer("laptop-a", "publish", "--type", "org.example.big", "--user-info",
+                     json.dumps({"blob": "x" * 4000}), check=False)
+        self.assertEqual(large.returncode, 0)
+        self.assertIn("3 KB", large.stderr)
+
+    def test_4_forged_replayed_unsigned_and_garbage_announcements_are_dropped(self):
+        self.publish(title="Rust atomics, chapter 4")
+        with tempfile.TemporaryDirectory() as scratch:
+            captured = os.path.join(scratch, "announcement.bin")
+            lab("exec", "laptop-c", "python3", PACKET_TOOL, "capture", captured, "--from", "169.254.10.1")
+            # Let a newer announcement from a arrive first, so the capture is old news.
+            time.sleep(1.5)
+            for mutate, counter in [("flip-signature", "badSignature"), ("flip-title", "badSignature"),
+                                    ("none", "replayed"), ("strip-signature", "unsigned"),
+                                    ("garbage", "malformed")]:
+                before = drops("laptop-b")[counter]
+                lab("exec", "laptop-c", "python3", PACKET_TOOL, "send", captured, "--mutate", mutate)
+                wait_until(f"b to count {mutate} as {counter}", lambda: drops("laptop-b")[counter] > before, timeout=5)
+        # The forged title never made it into b's list.
+        offer = offer_of("laptop-b", "laptop-a")
+        self.assertEqual(offer["title"], "Rust atomics, chapter 4")
+
+    def test_5_stranger_sees_nothing_and_cannot_fetch(self):
+        self.publish()
+        lab("start", "laptop-c", *DAEMON_ARGS)
+        try:
+            # b does not trust c: c is never listed, and its announcements are counted as untrusted.
+            wait_until("b to count c as untrusted", lambda: drops("laptop-b")["untrusted"] > 0)
+            self.assertFalse(listed("laptop-b", "laptop-c"))
+            # c trusts a, so c lists a's offer, but a does not trust c: the fetch is refused with `trust`.
+            key_a = peer("laptop-a", "id", "--key").stdout.strip()
+            peer("laptop-c", "trust", key_a)
+            wait_until("c to list a's offer", lambda: offer_of("laptop-c", "laptop-a"))
+            refused = peer("laptop-c", "accept", "laptop-a", "--json", check=False)
+            self.assertEqual(refused.returncode, 1)
+            self.assertEqual(json.loads(refused.stdout)["error"]["code"], "trust")
+            self.assertGreaterEqual(peer_json("laptop-a", "status")["transfers"]["refused"], 1)
+        finally:
+            lab("stop", "laptop-c")
+
+    def test_6_resign_withdraws_and_invalidate_ends(self):
+        self.publish()
+        wait_until("the offer on b", lambda: offer_of("laptop-b", "laptop-a"))
+        peer("laptop-a", "resign")
+        wait_until("b to drop the offer", lambda: not offer_of("laptop-b", "laptop-a"), timeout=3)
+        self.assertTrue(listed("laptop-b", "laptop-a"))
+        failed = peer("laptop-b", "accept", "laptop-a", check=False)
+        self.assertEqual(failed.returncode, 1)
+        self.publish()
+        wait_until("the offer on b again", lambda: offer_of("laptop-b", "laptop-a"))
+        peer("laptop-a", "invalidate")
+        wait_until("b to drop the offer", lambda: not offer_of("laptop-b", "laptop-a"), timeout=3)
+
+    def test_7_decline_hides_until_newer(self):
+        first = self.publish()
+        wait_until("the offer on b", lambda: (o := offer_of("laptop-b", "laptop-a")) and o["sequence"] == first["sequence"])
+        peer("laptop-b", "decline", "laptop-a")
+        self.assertIsNone(offer_of("laptop-b", "laptop-a"))
+        second = self.publish(title="Rust atomics, chapter 5")
+        wait_until("the newer offer", lambda: (o := offer_of("laptop-b", "laptop-a")) and o["sequence"] == second["sequence"])
+
+    def test_8_stopping_a_says_goodbye_and_restart_keeps_identity(self):
+        id_before = peer_json("laptop-a", "id")["deviceId"]
+        lab("stop", "laptop-a")
+        wait_until("b to drop a at once", lambda: not listed("laptop-b", "laptop-a"), timeout=2)
+        lab("start", "laptop-a", *DAEMON_ARGS)
+        self.assertEqual(peer_json("laptop-a", "id")["deviceId"], id_before)
+        wait_until("b to see a again", lambda: listed("laptop-b", "laptop-a"))
+
+    def test_9_killed_peer_expires_after_ttl(self):
+        lab("kill", "laptop-a")
+        started = time.monotonic()
+        wait_until("b to expire a", lambda: not listed("laptop-b", "laptop-a"), timeout=8)
+        self.assertGreater(time.monotonic() - started, 1.0, "a vanished before its TTL; no goodbye was sent")
+        lab("start", "laptop-a", *DAEMON_ARGS)
+        wait_until("b to see a again", lambda: listed("laptop-b", "laptop-a"))
+
+
+class CorruptState(unittest.TestCase):
+    def test_corrupt_identity_stops_the_daemon_and_is_not_overwritten(self):
+        require_root()
+        with tempfile.TemporaryDirectory() as state:
+            identity = os.path.join(state, "identity")
+            with open(identity, "wb") as f:
+                f.write(b"handoff-identity-v1\nseed 1234\n")
+            binary = os.environ.get("HANDOFF_BIN", os.path.join(REPO, ".build", "debug"))
+            # Fails while loading state, before any socket is opened.
+            result = subprocess.run([os.path.join(binary, "handoffd"), "--state-dir", state,
+                                     "--socket", os.path.join(state, "sock")], capture_output=True, text=True, timeout=10)
+            self.assertEqual(result.returncode, 1)
+            self.assertIn("corrupt", result.stderr)
+            self.assertIn("Fix:", result.stderr)
+            with open(identity, "rb") as f:
+                self.assertEqual(f.read(), b"handoff-identity-v1\nseed 1234\n")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
