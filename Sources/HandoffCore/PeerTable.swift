@@ -58,8 +58,16 @@ public enum PeerEvent: Equatable, Sendable {
 public struct PeerTable: Sendable {
     public private(set) var peers: [DeviceKey: Peer] = [:]
     public private(set) var drops = DropCounters()
-    /// Verified but untrusted senders, so `trust FINGERPRINT` can find the full key.
-    public private(set) var strangers: [DeviceKey: (name: String, lastSeenMillis: UInt64)] = [:]
+    /// Verified but untrusted senders, so `trust FINGERPRINT` can find the full key
+    /// and a newly trusted device is listed at once, not at its next announcement.
+    public private(set) var strangers: [DeviceKey: Stranger] = [:]
+
+    public struct Stranger: Sendable {
+        public var name: String
+        public var lastSeenMillis: UInt64
+        var datagram: [UInt8]
+        var host: String
+    }
 
     public static let maximumStrangers = 64
     /// Tolerated difference between two hosts' clocks.
@@ -96,7 +104,8 @@ public struct PeerTable: Sendable {
         }
         guard isTrusted(announcement.senderKey) else {
             drops.untrusted += 1
-            rememberStranger(announcement.senderKey, name: announcement.name, nowMillis: nowMillis)
+            rememberStranger(announcement.senderKey,
+                             Stranger(name: announcement.name, lastSeenMillis: nowMillis, datagram: datagram, host: host))
             return []
         }
         let ttlMillis = UInt64(announcement.ttlSeconds) * 1000
@@ -169,8 +178,8 @@ public struct PeerTable: Sendable {
         return .replace(offer)
     }
 
-    private mutating func rememberStranger(_ key: DeviceKey, name: String, nowMillis: UInt64) {
-        strangers[key] = (name, nowMillis)
+    private mutating func rememberStranger(_ key: DeviceKey, _ stranger: Stranger) {
+        strangers[key] = stranger
         if strangers.count > Self.maximumStrangers,
            let oldest = strangers.min(by: { $0.value.lastSeenMillis < $1.value.lastSeenMillis })?.key {
             strangers.removeValue(forKey: oldest)
@@ -188,8 +197,13 @@ public struct PeerTable: Sendable {
         peers.removeValue(forKey: key) == nil ? [] : [.left(key)]
     }
 
-    public mutating func forgetStranger(_ key: DeviceKey) {
-        strangers.removeValue(forKey: key)
+    /// Call after `key` became trusted: its last announcement, if recent, is
+    /// taken as if it had just arrived (every check still applies).
+    public mutating func admitStranger(_ key: DeviceKey, nowMillis: UInt64, verifier: some SignatureVerifying,
+                                       isTrusted: (DeviceKey) -> Bool) -> [PeerEvent] {
+        guard let stranger = strangers.removeValue(forKey: key) else { return [] }
+        return receive(datagram: stranger.datagram, fromHost: stranger.host, nowMillis: nowMillis,
+                       verifier: verifier, isTrusted: isTrusted)
     }
 
     public mutating func decline(_ key: DeviceKey, sequence: UInt64) {

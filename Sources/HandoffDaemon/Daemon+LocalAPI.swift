@@ -198,7 +198,7 @@ extension Daemon {
             throw HandoffError(.invalidRequest, "That is this device's own key.", fix: "Trust the other host's key, shown by 'handoff-peer id' there.")
         }
         try trust.add(key, name: name, nowMillis: wallClockMillis())
-        peers.forgetStranger(key)
+        emit(peers.admitStranger(key, nowMillis: wallClockMillis(), verifier: verifier, isTrusted: trust.contains))
         let id = Ed25519.deviceID(of: key)
         log.info("now trusting \(id)")
         return ["deviceId": .string(id.description), "publicKey": .string(key.hex)]
