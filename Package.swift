@@ -15,15 +15,23 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
+        // avahi-client through Debian's libavahi-client-dev, for mDNS.
+        .systemLibrary(
+            name: "CAvahi",
+            pkgConfig: "avahi-client",
+            providers: [.apt(["libavahi-client-dev"])]
+        ),
         // Pure core: model, property-list values, wire codecs, errors. No I/O, no C.
         .target(name: "HandoffCore"),
         // Ed25519 identities, signatures and BLAKE2b digests over libsodium.
         .target(name: "HandoffCrypto", dependencies: ["CSodium", "HandoffCore"]),
         // Sockets: UDP multicast discovery, the transfer socket, the local API socket.
         .target(name: "HandoffTransport", dependencies: ["HandoffCore"]),
+        // mDNS: publish and browse _handoff._tcp through avahi-daemon.
+        .target(name: "HandoffMDNS", dependencies: ["CAvahi", "HandoffCore", "HandoffTransport"]),
         // The daemon as a library: state, wiring, request handling.
-        .target(name: "HandoffDaemon", dependencies: ["HandoffCore", "HandoffCrypto", "HandoffTransport"]),
-        .executableTarget(name: "handoffd", dependencies: ["HandoffDaemon", "HandoffCore"]),
+        .target(name: "HandoffDaemon", dependencies: ["HandoffCore", "HandoffCrypto", "HandoffTransport", "HandoffMDNS"]),
+        .executableTarget(name: "handoffd", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffTransport"]),
         // Client of the local API, used by apps and by handoff-peer.
         .target(name: "HandoffKit", dependencies: ["HandoffCore", "HandoffTransport"]),
         .executableTarget(name: "handoff-peer", dependencies: ["HandoffKit", "HandoffCore"]),

@@ -27,6 +27,8 @@ public struct Peer: Sendable {
     public var hosts: [String]
     public var transferPort: UInt16
     public var lastSeenMillis: UInt64
+    /// When an announcement last arrived by each path ("multicast", "unicast").
+    public var lastSeenByPath: [String: UInt64] = [:]
     public var ttlMillis: UInt64
     public var announceSequence: UInt64
     /// The last accepted datagram, to tell the same announcement arriving over
@@ -37,6 +39,11 @@ public struct Peer: Sendable {
     public var declinedSequence: UInt64?
 
     public func isExpired(nowMillis: UInt64) -> Bool { lastSeenMillis + ttlMillis <= nowMillis }
+
+    /// The paths that delivered an announcement within the TTL.
+    public func livePaths(nowMillis: UInt64) -> [String] {
+        lastSeenByPath.filter { $0.value + ttlMillis > nowMillis }.keys.sorted()
+    }
 
     /// The offer to show: present, not expired, not declined.
     public func visibleOffer(nowMillis: UInt64) -> SignedSummary? {
@@ -67,6 +74,7 @@ public struct PeerTable: Sendable {
         public var lastSeenMillis: UInt64
         var datagram: [UInt8]
         var host: String
+        var path: String
     }
 
     public static let maximumStrangers = 64
@@ -81,7 +89,7 @@ public struct PeerTable: Sendable {
         self.fingerprint = fingerprint
     }
 
-    public mutating func receive(datagram: [UInt8], fromHost host: String, nowMillis: UInt64,
+    public mutating func receive(datagram: [UInt8], fromHost host: String, path: String = "multicast", nowMillis: UInt64,
                                  verifier: some SignatureVerifying,
                                  isTrusted: (DeviceKey) -> Bool) -> [PeerEvent] {
         let received: ReceivedAnnouncement
@@ -105,7 +113,8 @@ public struct PeerTable: Sendable {
         guard isTrusted(announcement.senderKey) else {
             drops.untrusted += 1
             rememberStranger(announcement.senderKey,
-                             Stranger(name: announcement.name, lastSeenMillis: nowMillis, datagram: datagram, host: host))
+                             Stranger(name: announcement.name, lastSeenMillis: nowMillis, datagram: datagram, host: host,
+                                      path: path))
             return []
         }
         let ttlMillis = UInt64(announcement.ttlSeconds) * 1000
@@ -119,6 +128,7 @@ public struct PeerTable: Sendable {
                 // The same datagram over another path (IPv4 and IPv6): one more address, not a replay.
                 // It does not refresh lastSeen, so resending it cannot keep a departed peer listed.
                 if !known.hosts.contains(host) { known.hosts.append(host) }
+                if known.lastSeenByPath[path] == nil { known.lastSeenByPath[path] = known.lastSeenMillis }
                 peers[key] = known
             } else {
                 drops.replayed += 1
@@ -139,6 +149,7 @@ public struct PeerTable: Sendable {
         peer.hosts = [host] + peer.hosts.filter { $0 != host }.prefix(3)
         peer.transferPort = announcement.transferPort
         peer.lastSeenMillis = nowMillis
+        peer.lastSeenByPath[path] = nowMillis
         peer.ttlMillis = ttlMillis
         peer.announceSequence = announcement.sequence
         peer.lastDatagram = datagram
@@ -202,7 +213,7 @@ public struct PeerTable: Sendable {
     public mutating func admitStranger(_ key: DeviceKey, nowMillis: UInt64, verifier: some SignatureVerifying,
                                        isTrusted: (DeviceKey) -> Bool) -> [PeerEvent] {
         guard let stranger = strangers.removeValue(forKey: key) else { return [] }
-        return receive(datagram: stranger.datagram, fromHost: stranger.host, nowMillis: nowMillis,
+        return receive(datagram: stranger.datagram, fromHost: stranger.host, path: stranger.path, nowMillis: nowMillis,
                        verifier: verifier, isTrusted: isTrusted)
     }
 

@@ -139,6 +139,7 @@ extension Daemon {
                 "peer": .string(peer.deviceID.description), "name": .string(peer.name),
                 "hosts": .array(peer.hosts.map { .string($0) }), "port": .integer(Int64(peer.transferPort)),
                 "lastSeenMillisAgo": .integer(Int64(clamping: now &- peer.lastSeenMillis)),
+                "paths": .array(paths(of: peer, nowMillis: now).map { .string($0) }),
             ]
             if let offer = peer.visibleOffer(nowMillis: now) {
                 var summary = Self.offerJSON(offer.summary)
@@ -167,9 +168,19 @@ extension Daemon {
             "uptimeSeconds": .integer(Int64((monotonicMillis() - startedAtMillis) / 1000)),
             "discovery": .array(discoveryPaths.map { ["path": .string($0.name), "state": .string($0.state)] }),
             "peers": .integer(Int64(peers.peers.count)), "trustedDevices": .integer(Int64(trust.entries.count)),
-            "drops": peers.drops.json, "current": current,
+            "drops": peers.drops.json, "current": current, "mdns": mdnsStatus(),
             "transfers": ["served": .integer(Int64(servedCount)), "refused": .integer(Int64(refusedCount))],
         ]
+    }
+
+    private func mdnsStatus() -> JSONValue {
+        guard let mdns else { return ["enabled": false] }
+        let state = mdns.currentStatus
+        let recognised = recognisedSightings(nowMillis: wallClockMillis())
+        return ["enabled": true, "available": .bool(state.available), "state": .string(state.text),
+                "instance": state.publishedInstance.map { .string($0) } ?? .null,
+                "servicesSeen": .integer(Int64(sightings.count)),
+                "trustedServicesSeen": .integer(Int64(Set(recognised.map(\.sighting.instance)).count))]
     }
 
     private func trustRequest(_ fields: [String: JSONValue]) throws(HandoffError) -> JSONValue {
@@ -199,6 +210,7 @@ extension Daemon {
         }
         try trust.add(key, name: name, nowMillis: wallClockMillis())
         emit(peers.admitStranger(key, nowMillis: wallClockMillis(), verifier: verifier, isTrusted: trust.contains))
+        refreshUnicastTargets(announceToNew: true)
         let id = Ed25519.deviceID(of: key)
         log.info("now trusting \(id)")
         return ["deviceId": .string(id.description), "publicKey": .string(key.hex)]
@@ -212,6 +224,7 @@ extension Daemon {
         }
         try trust.remove(entry.key)
         emit(peers.remove(entry.key))
+        refreshUnicastTargets(announceToNew: false)
         log.info("no longer trusting \(Ed25519.deviceID(of: entry.key))")
         return ["untrusted": .string(Ed25519.deviceID(of: entry.key).description)]
     }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import HandoffCore
 import HandoffCrypto
+import HandoffMDNS
 import HandoffTransport
 
 /// The daemon's single owner of state: identity, trust, the published
@@ -25,6 +26,11 @@ public actor Daemon {
     var nextSubscriberID = 0
     var nextAcceptID = 0
     var discoveryPaths: [any DiscoveryPath] = []
+    var mdns: AvahiDiscovery?
+    var unicast: UnicastAnnouncer?
+    /// mDNS sightings by instance name (one per address family and link).
+    var sightings: [String: [ServiceSighting]] = [:]
+    var publishedEpoch: UInt64?
     var transferListener: StreamListener?
     var apiListener: StreamListener?
     var transferPort: UInt16 = 0
@@ -70,14 +76,7 @@ public actor Daemon {
                                fix: "Stop the program using the port or pass another with --port.")
         }
         try startLocalAPI()
-        var multicast = configuration.multicast
-        multicast.interface = configuration.interface
-        let path = MulticastDiscovery(configuration: multicast)
-        try path.start { [self] observation in
-            Task { await self.observe(observation) }
-        }
-        discoveryPaths.append(path)
-        log.info("transfer port \(transferPort)/tcp; \(path.name): \(path.state)")
+        try startDiscovery()
         announce()
         Task { await runTimers() }
     }
@@ -121,6 +120,7 @@ public actor Daemon {
     func tick() {
         let now = wallClockMillis()
         emit(peers.expire(nowMillis: now))
+        rotateServiceRecord()
         if let current = published {
             if current.activity.isExpired(nowMillis: now) {
                 log.info("activity of type \(current.activity.type) expired")
@@ -149,17 +149,6 @@ public actor Daemon {
             for path in discoveryPaths { path.announce(datagram) }
         } catch {
             log.error("cannot encode announcement: \(error)")
-        }
-    }
-
-    func observe(_ observation: DiscoveryObservation) {
-        switch observation {
-        case let .announcement(bytes, host):
-            let before = peers.drops
-            let events = peers.receive(datagram: bytes, fromHost: host, nowMillis: wallClockMillis(),
-                                       verifier: verifier, isTrusted: trust.contains)
-            if peers.drops != before { log.debug("dropped announcement from \(host): \(peers.drops.json.encodedLine())") }
-            emit(events)
         }
     }
 

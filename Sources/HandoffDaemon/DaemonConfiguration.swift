@@ -12,6 +12,8 @@ public struct DaemonConfiguration: Sendable {
     /// TCP port of the transfer socket; 0 picks a free one.
     public var transferPort: UInt16 = 47181
     public var multicast = MulticastDiscovery.Configuration()
+    /// Which discovery paths run. mDNS brings unicast announcements with it.
+    public var discovery: Set<DiscoveryPathName> = [.multicast, .mdns]
     /// How often the announcement is repeated when nothing changes.
     public var announceIntervalMillis: UInt64 = 5000
     /// How long peers keep this host listed after its last announcement.

@@ -19,7 +19,7 @@ public final class HandoffClient {
             connection = try StreamConnection.connect(unixPath: path)
         } catch {
             throw HandoffError(.daemonUnavailable, "Cannot reach handoffd at \(path): \(error).",
-                               fix: "Start handoffd (or 'systemctl --user start handoffd'), or point --socket / HANDOFF_SOCKET at its socket.")
+                               fix: "Start handoffd, or point --socket / HANDOFF_SOCKET at the socket it listens on.")
         }
     }
 

@@ -1,16 +1,43 @@
 import HandoffCore
 
-/// Something a discovery path noticed. Today only signed announcements over
-/// UDP multicast; mDNS services and BLE beacons join this enum later.
+/// Something a discovery path noticed.
 public enum DiscoveryObservation: Sendable {
-    case announcement(bytes: [UInt8], fromHost: String)
+    /// A signed announcement datagram, by multicast or by unicast.
+    case announcement(bytes: [UInt8], fromHost: String, path: DiscoveryPathName)
+    /// An mDNS service instance resolved to an address (one per address family and link).
+    case serviceFound(ServiceSighting)
+    case serviceLost(instance: String)
+    /// The mDNS daemon went away: forget every sighting it gave.
+    case servicesReset
 }
 
-/// One way of finding peers (UDP multicast now; Avahi and BLE later). The
+public enum DiscoveryPathName: String, Sendable, CaseIterable {
+    case multicast
+    case mdns
+    /// Announcements sent straight to peers found by mDNS.
+    case unicast
+}
+
+/// An mDNS service as resolved: instance name, numeric host (IPv6 link-local with %zone), port and TXT strings.
+public struct ServiceSighting: Sendable, Equatable {
+    public var instance: String
+    public var host: String
+    public var port: UInt16
+    public var txt: [String]
+
+    public init(instance: String, host: String, port: UInt16, txt: [String]) {
+        self.instance = instance
+        self.host = host
+        self.port = port
+        self.txt = txt
+    }
+}
+
+/// One way of finding peers (UDP multicast, Avahi mDNS; BLE later). The
 /// daemon starts each path it is configured for and feeds every observation
 /// into one peer table.
 public protocol DiscoveryPath: AnyObject, Sendable {
-    /// Short name for status and logs ("multicast", "mdns", "bluetooth").
+    /// Short name for status and logs ("multicast", "mdns").
     var name: String { get }
     func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError)
     /// Sends this device's signed announcement, if the path carries them.

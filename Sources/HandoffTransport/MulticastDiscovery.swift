@@ -74,30 +74,13 @@ public final class MulticastDiscovery: DiscoveryPath {
         }
         running.store(true, ordering: .releasing)
         for fd in [ipv4, ipv6] where fd >= 0 {
-            let thread = Thread { [self] in receiveLoop(fd: fd, observer: observer) }
-            thread.name = "multicast receive"
-            thread.start()
-        }
-    }
-
-    private func receiveLoop(fd: Int32, observer: @Sendable (DiscoveryObservation) -> Void) {
-        var buffer = [UInt8](repeating: 0, count: Announcement.maximumBytes + 1)
-        while running.load(ordering: .acquiring) {
-            var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pollfd, 1, 500) > 0 else { continue }
-            var storage = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let received = buffer.withUnsafeMutableBytes { raw in
-                withUnsafeMutablePointer(to: &storage) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        recvfrom(fd, raw.baseAddress, raw.count, 0, $0, &length)
-                    }
+            let thread = Thread { [self] in
+                DatagramSocket.receiveLoop(fd: fd, isRunning: { running.load(ordering: .acquiring) }) { bytes, host in
+                    observer(.announcement(bytes: bytes, fromHost: host, path: .multicast))
                 }
             }
-            // Oversized datagrams arrive truncated to the buffer; hand them on so they are counted as malformed.
-            guard received > 0 else { continue }
-            let host = SocketAddress(storage: storage, length: length).host
-            observer(.announcement(bytes: Array(buffer[0..<received]), fromHost: host))
+            thread.name = "multicast receive"
+            thread.start()
         }
     }
 
@@ -122,19 +105,8 @@ public final class MulticastDiscovery: DiscoveryPath {
     // MARK: - IPv4
 
     private func openIPv4(interfaces: [(name: String, index: UInt32)]) throws(SystemError) -> Int32 {
-        let fd = try systemCall("socket(AF_INET)") { socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        let fd = try DatagramSocket.open(family: AF_INET, port: configuration.port, reusePort: true)
         do throws(SystemError) {
-            try setOption(fd, SOL_SOCKET, SO_REUSEADDR, Int32(1), "setsockopt(SO_REUSEADDR)")
-            try setOption(fd, SOL_SOCKET, SO_REUSEPORT, Int32(1), "setsockopt(SO_REUSEPORT)")
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = configuration.port.bigEndian
-            address.sin_addr.s_addr = INADDR_ANY
-            try systemCall("bind(udp \(configuration.port))") {
-                withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                }
-            }
             let group = try Self.ipv4Address(configuration.ipv4Group)
             for interface in interfaces {
                 let request = ip_mreqn(imr_multiaddr: group, imr_address: in_addr(s_addr: INADDR_ANY),
@@ -171,20 +143,8 @@ public final class MulticastDiscovery: DiscoveryPath {
     // MARK: - IPv6
 
     private func openIPv6(interfaces: [(name: String, index: UInt32)]) throws(SystemError) -> Int32 {
-        let fd = try systemCall("socket(AF_INET6)") { socket(AF_INET6, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        let fd = try DatagramSocket.open(family: AF_INET6, port: configuration.port, reusePort: true)
         do throws(SystemError) {
-            try setOption(fd, SOL_SOCKET, SO_REUSEADDR, Int32(1), "setsockopt(SO_REUSEADDR)")
-            try setOption(fd, SOL_SOCKET, SO_REUSEPORT, Int32(1), "setsockopt(SO_REUSEPORT)")
-            try setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, Int32(1), "setsockopt(IPV6_V6ONLY)")
-            var address = sockaddr_in6()
-            address.sin6_family = sa_family_t(AF_INET6)
-            address.sin6_port = configuration.port.bigEndian
-            address.sin6_addr = in6addr_any
-            try systemCall("bind(udp6 \(configuration.port))") {
-                withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-                }
-            }
             let group = try Self.ipv6Address(configuration.ipv6Group)
             for interface in interfaces {
                 let request = ipv6_mreq(ipv6mr_multiaddr: group, ipv6mr_interface: interface.index)

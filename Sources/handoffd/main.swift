@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import HandoffCore
 import HandoffDaemon
+import HandoffTransport
 
 let spec = CommandSpec(
     name: "handoffd",
@@ -13,6 +14,7 @@ let spec = CommandSpec(
         .init("name", value: "NAME", help: "Device name shown to trusted peers (default: the host name)."),
         .init("interface", value: "IFNAME", help: "Announce and listen on this interface only (default: every multicast-capable one)."),
         .init("port", value: "N", help: "Transfer port, TCP (default 47181; 0 picks a free port)."),
+        .init("discovery", value: "LIST", help: "Discovery paths, comma-separated: multicast, mdns (default both). mdns uses avahi-daemon and sends announcements straight to the peers it finds."),
         .init("discovery-port", value: "N", help: "UDP port of multicast announcements (default 47180; all hosts must agree)."),
         .init("announce-interval", value: "SECONDS", help: "Repeat the announcement this often (default 5; changes go out at once)."),
         .init("peer-ttl", value: "SECONDS", help: "Peers drop this host after this long without an announcement (default 15)."),
@@ -64,6 +66,19 @@ if let port: UInt16 = number(arguments, "port", 0...65535) { configuration.trans
 if let port: UInt16 = number(arguments, "discovery-port", 1...65535) { configuration.multicast.port = port }
 if let seconds: UInt64 = number(arguments, "announce-interval", 1...3600) { configuration.announceIntervalMillis = seconds * 1000 }
 if let seconds: UInt16 = number(arguments, "peer-ttl", 2...3600) { configuration.peerTTLSeconds = seconds }
+if let list = arguments.value("discovery") {
+    var paths: Set<DiscoveryPathName> = []
+    for name in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+        guard let path = DiscoveryPathName(rawValue: name), path != .unicast else {
+            fail(UsageError.invalidValue(option: "--discovery", reason: "'\(name)' is not multicast or mdns.").description, usage: true)
+        }
+        paths.insert(path)
+    }
+    guard !paths.isEmpty else {
+        fail(UsageError.invalidValue(option: "--discovery", reason: "give at least one of multicast, mdns.").description, usage: true)
+    }
+    configuration.discovery = paths
+}
 if let level = arguments.value("log-level") {
     guard let parsed = Log.Level(name: level) else {
         fail(UsageError.invalidValue(option: "--log-level", reason: "'\(level)' is not debug, info, warning or error.").description, usage: true)

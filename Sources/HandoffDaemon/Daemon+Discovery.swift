@@ -1,0 +1,99 @@
+import Foundation
+import HandoffCore
+import HandoffCrypto
+import HandoffMDNS
+import HandoffTransport
+
+// Discovery: which paths run, what each observation means, and the mDNS
+// service record with its rotating token.
+extension Daemon {
+    func startDiscovery() throws(HandoffError) {
+        let observer: @Sendable (DiscoveryObservation) -> Void = { [self] observation in
+            Task { await self.observe(observation) }
+        }
+        if configuration.discovery.contains(.multicast) {
+            var settings = configuration.multicast
+            settings.interface = configuration.interface
+            let path = MulticastDiscovery(configuration: settings)
+            try path.start(observer: observer)
+            discoveryPaths.append(path)
+        }
+        if configuration.discovery.contains(.mdns) {
+            let unicast = UnicastAnnouncer(port: transferPort)
+            try unicast.start(observer: observer)
+            discoveryPaths.append(unicast)
+            self.unicast = unicast
+            // Avahi being absent is not fatal: the path waits for it and says so in status.
+            let mdns = AvahiDiscovery(servicePort: transferPort, interface: configuration.interface)
+            try mdns.start(observer: observer)
+            discoveryPaths.append(mdns)
+            self.mdns = mdns
+            rotateServiceRecord()
+        }
+        for path in discoveryPaths { log.info("\(path.name): \(path.state)") }
+    }
+
+    func observe(_ observation: DiscoveryObservation) {
+        let now = wallClockMillis()
+        switch observation {
+        case let .announcement(bytes, host, path):
+            let before = peers.drops
+            let events = peers.receive(datagram: bytes, fromHost: host, path: path.rawValue, nowMillis: now,
+                                       verifier: verifier, isTrusted: trust.contains)
+            if peers.drops != before { log.debug("dropped announcement from \(host) (\(path.rawValue)): \(peers.drops.json.encodedLine())") }
+            emit(events)
+        case let .serviceFound(sighting):
+            var known = sightings[sighting.instance, default: []]
+            known.removeAll { $0.host == sighting.host }
+            known.append(sighting)
+            sightings[sighting.instance] = known
+            log.debug("mdns: \(sighting.instance) at \(sighting.host) port \(sighting.port)")
+            refreshUnicastTargets(announceToNew: true)
+        case let .serviceLost(instance):
+            sightings.removeValue(forKey: instance)
+            refreshUnicastTargets(announceToNew: false)
+        case .servicesReset:
+            sightings.removeAll()
+            refreshUnicastTargets(announceToNew: false)
+        }
+    }
+
+    /// Which trusted device published each sighting, by its rotating token.
+    func recognisedSightings(nowMillis: UInt64) -> [(key: DeviceKey, sighting: ServiceSighting)] {
+        let epoch = ServiceRecord.epoch(wallClockMillis: nowMillis)
+        var found: [(DeviceKey, ServiceSighting)] = []
+        for list in sightings.values {
+            for sighting in list {
+                guard let record = try? ServiceRecord(txt: sighting.txt), record.capabilities.contains("udp"),
+                      let key = DiscoveryToken.match(record.token, among: trust.entries.keys, epoch: epoch) else { continue }
+                found.append((key, sighting))
+            }
+        }
+        return found
+    }
+
+    /// Points unicast announcements at every trusted device mDNS has found;
+    /// a device found just now gets our announcement at once.
+    func refreshUnicastTargets(announceToNew: Bool) {
+        guard let unicast else { return }
+        let targets = recognisedSightings(nowMillis: wallClockMillis()).map { ($0.sighting.host, $0.sighting.port) }
+        unicast.setTargets(targets)
+        if announceToNew && !targets.isEmpty { announce() }
+    }
+
+    /// Publishes the service record for the current rotation period; a new period brings a new token and name.
+    func rotateServiceRecord() {
+        guard let mdns else { return }
+        let epoch = ServiceRecord.epoch(wallClockMillis: wallClockMillis())
+        guard epoch != publishedEpoch else { return }
+        publishedEpoch = epoch
+        mdns.publish(ServiceRecord(token: DiscoveryToken.token(for: identity.publicKey, epoch: epoch)))
+    }
+
+    /// Paths by which `key` is currently seen, for `list` and `status`.
+    func paths(of peer: Peer, nowMillis: UInt64) -> [String] {
+        var names = Set(peer.livePaths(nowMillis: nowMillis))
+        if recognisedSightings(nowMillis: nowMillis).contains(where: { $0.key == peer.key }) { names.insert("mdns") }
+        return names.sorted()
+    }
+}

@@ -1,0 +1,334 @@
+import CAvahi
+import Glibc
+import HandoffCore
+import HandoffTransport
+import Synchronization
+
+/// mDNS through the system's avahi-daemon: publishes this host's
+/// `_handoff._tcp` service and browses for others, resolving each to an
+/// address, a port and its TXT record.
+///
+/// Avahi runs its own thread (AvahiThreadedPoll) and calls back on it holding
+/// its lock. Every field below is touched only with that lock held, either in
+/// a callback or inside `withAvahiLock`, which makes the lock the single owner
+/// of this state: hence `@unchecked Sendable`. The state text for `status` has
+/// its own mutex so reading it never waits on Avahi.
+///
+/// Avahi's own rules are followed (Docs/PROTOCOL.md, "mDNS"): the client is
+/// created with AVAHI_CLIENT_NO_FAIL, so it waits while avahi-daemon is absent;
+/// services are registered only in S_RUNNING and withdrawn in S_COLLISION and
+/// S_REGISTERING; a disconnect frees the client and makes a new one; an entry
+/// group collision picks Avahi's alternative name.
+public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
+    public let name = "mdns"
+    private let servicePort: UInt16
+    private let interfaceIndex: Int32
+    private let status = Mutex(Status())
+
+    /// What `status` reports; kept apart from Avahi's lock so reading it never waits on Avahi.
+    public struct Status: Sendable {
+        public var text = "starting"
+        /// The instance name once Avahi confirmed the registration.
+        public var publishedInstance: String?
+        /// Connected to a running avahi-daemon.
+        public var available = false
+    }
+
+    private var poll: OpaquePointer?
+    private var client: OpaquePointer?
+    private var group: OpaquePointer?
+    private var browser: OpaquePointer?
+    private var retryTimer: OpaquePointer?
+    private var record: ServiceRecord?
+    /// The name actually registered: the record's, or an alternative after a collision.
+    private var registeredName: String?
+    private var observer: (@Sendable (DiscoveryObservation) -> Void)?
+
+    /// `servicePort` is the transfer port; `interface` limits publishing and browsing to one link.
+    public init(servicePort: UInt16, interface: String?) {
+        self.servicePort = servicePort
+        let index = interface.map { Int32(if_nametoindex($0)) } ?? 0
+        interfaceIndex = index > 0 ? index : AvahiIfIndex(AVAHI_IF_UNSPEC)
+    }
+
+    deinit {
+        precondition(poll == nil, "AvahiDiscovery.stop() must run before it is released")
+    }
+
+    public var state: String { status.withLock { $0.text } }
+    public var currentStatus: Status { status.withLock { $0 } }
+
+    private func setState(_ text: String, available: Bool? = nil, published: String?? = nil) {
+        status.withLock {
+            $0.text = text
+            if let available { $0.available = available }
+            if let published { $0.publishedInstance = published }
+        }
+    }
+
+    public func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {
+        guard let poll = avahi_threaded_poll_new() else {
+            throw HandoffError(.network, "Cannot create Avahi's event loop.", fix: "Check that libavahi-client is installed correctly.")
+        }
+        self.poll = poll
+        self.observer = observer
+        withAvahiLock { connect() }
+        guard avahi_threaded_poll_start(poll) >= 0 else {
+            throw HandoffError(.network, "Cannot start Avahi's event loop.", fix: "Check the system's thread limits.")
+        }
+    }
+
+    public func announce(_ datagram: [UInt8]) {
+        // mDNS carries no announcements: peers found here get them by unicast (the daemon sends those).
+    }
+
+    /// Publishes `record` (a new token after rotation), or withdraws the service when nil.
+    public func publish(_ record: ServiceRecord?) {
+        withAvahiLock {
+            guard record != self.record else { return }
+            self.record = record
+            registeredName = record?.instanceName
+            register()
+        }
+    }
+
+    public func stop() {
+        guard let poll else { return }
+        avahi_threaded_poll_stop(poll)
+        // The loop has stopped, so no callback runs concurrently with the frees below.
+        if let retryTimer { handoff_avahi_timeout_free(avahi_threaded_poll_get(poll), retryTimer) }
+        retryTimer = nil
+        if let client { avahi_client_free(client) } // frees the group, browser and resolvers too
+        client = nil
+        group = nil
+        browser = nil
+        avahi_threaded_poll_free(poll)
+        self.poll = nil
+        setState("stopped", available: false, published: .some(nil))
+    }
+
+    private func withAvahiLock(_ body: () -> Void) {
+        guard let poll else { return }
+        avahi_threaded_poll_lock(poll)
+        body()
+        avahi_threaded_poll_unlock(poll)
+    }
+
+    // MARK: - Client lifecycle (called with the Avahi lock held)
+
+    fileprivate func connect() {
+        guard let poll else { return }
+        var error: Int32 = 0
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        let created = avahi_client_new(avahi_threaded_poll_get(poll), AVAHI_CLIENT_NO_FAIL, clientTrampoline, context, &error)
+        if created == nil {
+            // Even NO_FAIL cannot wait for a missing system bus: retry on a timer.
+            setState("unavailable: \(String(cString: avahi_strerror(error))) (is dbus running?); retrying every 5 s",
+                     available: false, published: .some(nil))
+            scheduleRetry()
+            return
+        }
+        // The callback may already have stored it: it runs inside avahi_client_new.
+        client = created
+    }
+
+    private func scheduleRetry() {
+        guard let poll else { return }
+        var when = timeval()
+        gettimeofday(&when, nil)
+        when.tv_sec += 5
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        retryTimer = handoff_avahi_timeout_new(avahi_threaded_poll_get(poll), &when, retryTrampoline, context)
+    }
+
+    fileprivate func retry() {
+        if let poll, let retryTimer { handoff_avahi_timeout_free(avahi_threaded_poll_get(poll), retryTimer) }
+        retryTimer = nil
+        connect()
+    }
+
+    fileprivate func clientChanged(_ changed: OpaquePointer, _ clientState: AvahiClientState) {
+        client = changed
+        switch clientState {
+        case AVAHI_CLIENT_S_RUNNING:
+            register()
+            browse()
+        case AVAHI_CLIENT_S_COLLISION, AVAHI_CLIENT_S_REGISTERING:
+            // The host name is being (re)established: withdraw until S_RUNNING.
+            if let group { avahi_entry_group_reset(group) }
+            setState("avahi-daemon is registering its host name; waiting", available: true, published: .some(nil))
+        case AVAHI_CLIENT_CONNECTING:
+            setState("unavailable: avahi-daemon is not running; waiting for it", available: false, published: .some(nil))
+        case AVAHI_CLIENT_FAILURE:
+            let error = avahi_client_errno(changed)
+            // Freeing the client frees its group and browser: forget them first.
+            group = nil
+            browser = nil
+            avahi_client_free(changed)
+            client = nil
+            if error == AVAHI_ERR_DISCONNECTED {
+                setState("unavailable: avahi-daemon went away; waiting for it to return", available: false, published: .some(nil))
+                observer?(.servicesReset)
+                connect()
+            } else {
+                setState("unavailable: \(String(cString: avahi_strerror(error))); retrying every 5 s",
+                         available: false, published: .some(nil))
+                scheduleRetry()
+            }
+        default:
+            break
+        }
+    }
+
+    // MARK: - Publishing
+
+    private func register() {
+        guard let client, avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING else { return }
+        if group == nil {
+            let context = Unmanaged.passUnretained(self).toOpaque()
+            group = avahi_entry_group_new(client, groupTrampoline, context)
+        }
+        guard let group else {
+            setState("error: cannot create an entry group: \(String(cString: avahi_strerror(avahi_client_errno(client))))")
+            return
+        }
+        avahi_entry_group_reset(group)
+        guard let record, let name = registeredName else {
+            setState("browsing; not publishing", published: .some(nil))
+            return
+        }
+        var list: UnsafeMutablePointer<AvahiStringList>?
+        for entry in record.txt.reversed() { list = avahi_string_list_add(list, entry) }
+        defer { avahi_string_list_free(list) }
+        var status = avahi_entry_group_add_service_strlst(group, interfaceIndex, AvahiProtocol(AVAHI_PROTO_UNSPEC), AvahiPublishFlags(0),
+                                                          name, ServiceRecord.serviceType, nil, nil, servicePort, list)
+        if status == AVAHI_ERR_COLLISION {
+            renameAfterCollision()
+            return
+        }
+        if status >= 0 { status = avahi_entry_group_commit(group) }
+        if status < 0 {
+            setState("error: cannot register \(ServiceRecord.serviceType): \(String(cString: avahi_strerror(status)))")
+        } else {
+            setState("registering \(name)")
+        }
+    }
+
+    private func renameAfterCollision() {
+        guard let current = registeredName, let alternative = avahi_alternative_service_name(current) else { return }
+        registeredName = String(cString: alternative)
+        avahi_free(alternative)
+        register()
+    }
+
+    fileprivate func groupChanged(_ changed: OpaquePointer, _ groupState: AvahiEntryGroupState) {
+        group = changed
+        switch groupState {
+        case AVAHI_ENTRY_GROUP_ESTABLISHED:
+            setState("published \(registeredName ?? "?").\(ServiceRecord.serviceType) port \(servicePort); browsing",
+                     available: true, published: .some(registeredName))
+        case AVAHI_ENTRY_GROUP_COLLISION:
+            renameAfterCollision()
+        case AVAHI_ENTRY_GROUP_FAILURE:
+            let error = client.map { avahi_client_errno($0) } ?? 0
+            setState("error: registration failed: \(String(cString: avahi_strerror(error)))")
+        default:
+            break
+        }
+    }
+
+    // MARK: - Browsing
+
+    private func browse() {
+        guard let client, browser == nil else { return }
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        browser = avahi_service_browser_new(client, interfaceIndex, AvahiProtocol(AVAHI_PROTO_UNSPEC), ServiceRecord.serviceType,
+                                            nil, AvahiLookupFlags(0), browserTrampoline, context)
+        if browser == nil {
+            setState("error: cannot browse: \(String(cString: avahi_strerror(avahi_client_errno(client))))")
+        }
+    }
+
+    fileprivate func browserEvent(interface: AvahiIfIndex, protocol: AvahiProtocol, event: AvahiBrowserEvent,
+                                  name: String, type: String, domain: String, flags: AvahiLookupResultFlags) {
+        guard let client else { return }
+        switch event {
+        case AVAHI_BROWSER_NEW:
+            if flags.rawValue & AVAHI_LOOKUP_RESULT_OUR_OWN.rawValue != 0 { return }
+            let context = Unmanaged.passUnretained(self).toOpaque()
+            // Freed in its callback once it has answered.
+            _ = avahi_service_resolver_new(client, interface, `protocol`, name, type, domain, `protocol`,
+                                           AvahiLookupFlags(0), resolverTrampoline, context)
+        case AVAHI_BROWSER_REMOVE:
+            observer?(.serviceLost(instance: name))
+        case AVAHI_BROWSER_FAILURE:
+            setState("error: browsing failed: \(String(cString: avahi_strerror(avahi_client_errno(client))))")
+        default:
+            break
+        }
+    }
+
+    fileprivate func resolved(interface: AvahiIfIndex, name: String, host: String?, port: UInt16, txt: [String]) {
+        guard let host else { return }
+        var numeric = host
+        // Avahi prints link-local IPv6 without its zone; sockets need it.
+        if host.lowercased().hasPrefix("fe80:") {
+            var buffer = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+            if if_indextoname(UInt32(bitPattern: interface), &buffer) != nil {
+                numeric += "%" + cText(buffer)
+            }
+        }
+        observer?(.serviceFound(ServiceSighting(instance: name, host: numeric, port: port, txt: txt)))
+    }
+}
+
+// MARK: - C trampolines: recover the object, copy C data into Swift values, never throw.
+
+/// A NUL-terminated C buffer as a Swift string.
+private func cText(_ buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+private func owner(_ userdata: UnsafeMutableRawPointer?) -> AvahiDiscovery? {
+    userdata.map { Unmanaged<AvahiDiscovery>.fromOpaque($0).takeUnretainedValue() }
+}
+
+private let clientTrampoline: AvahiClientCallback = { client, state, userdata in
+    guard let client else { return }
+    owner(userdata)?.clientChanged(client, state)
+}
+
+private let groupTrampoline: AvahiEntryGroupCallback = { group, state, userdata in
+    guard let group else { return }
+    owner(userdata)?.groupChanged(group, state)
+}
+
+private let retryTrampoline: AvahiTimeoutCallback = { _, userdata in
+    owner(userdata)?.retry()
+}
+
+private let browserTrampoline: AvahiServiceBrowserCallback = { _, interface, proto, event, name, type, domain, flags, userdata in
+    owner(userdata)?.browserEvent(interface: interface, protocol: proto, event: event,
+                                  name: name.map { String(cString: $0) } ?? "", type: type.map { String(cString: $0) } ?? "",
+                                  domain: domain.map { String(cString: $0) } ?? "", flags: flags)
+}
+
+private let resolverTrampoline: AvahiServiceResolverCallback = { resolver, interface, _, event, name, _, _, _, address, port, txt, _, userdata in
+    defer { if let resolver { avahi_service_resolver_free(resolver) } }
+    guard event == AVAHI_RESOLVER_FOUND, let name else { return }
+    var host: String?
+    if let address {
+        var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
+        avahi_address_snprint(&buffer, buffer.count, address)
+        host = cText(buffer)
+    }
+    var strings: [String] = []
+    var cursor = txt
+    // Bounded: a hostile responder cannot make us collect without limit.
+    while let entry = cursor, strings.count < 32 {
+        let bytes = UnsafeBufferPointer(start: avahi_string_list_get_text(entry), count: avahi_string_list_get_size(entry))
+        strings.append(String(decoding: bytes, as: UTF8.self))
+        cursor = avahi_string_list_get_next(entry)
+    }
+    owner(userdata)?.resolved(interface: interface, name: String(cString: name), host: host, port: port, txt: strings)
+}

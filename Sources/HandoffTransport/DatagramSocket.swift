@@ -1,0 +1,67 @@
+import Glibc
+import HandoffCore
+
+/// Helpers shared by the UDP paths (multicast and unicast announcements).
+enum DatagramSocket {
+    /// A UDP socket bound to `port` on every address of `family` (IPv6 only for AF_INET6).
+    static func open(family: Int32, port: UInt16, reusePort: Bool) throws(SystemError) -> Int32 {
+        let fd = try systemCall("socket(UDP)") { socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        do throws(SystemError) {
+            try setOption(fd, SOL_SOCKET, SO_REUSEADDR, Int32(1), "setsockopt(SO_REUSEADDR)")
+            if reusePort { try setOption(fd, SOL_SOCKET, SO_REUSEPORT, Int32(1), "setsockopt(SO_REUSEPORT)") }
+            if family == AF_INET6 {
+                try setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, Int32(1), "setsockopt(IPV6_V6ONLY)")
+                var address = sockaddr_in6()
+                address.sin6_family = sa_family_t(AF_INET6)
+                address.sin6_port = port.bigEndian
+                address.sin6_addr = in6addr_any
+                try systemCall("bind(udp6 port \(port))") {
+                    withUnsafePointer(to: &address) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+                    }
+                }
+            } else {
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = port.bigEndian
+                address.sin_addr.s_addr = INADDR_ANY
+                try systemCall("bind(udp port \(port))") {
+                    withUnsafePointer(to: &address) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                    }
+                }
+            }
+            return fd
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    /// Receives datagrams until `isRunning` turns false, handing each with its numeric source host.
+    /// Datagrams larger than an announcement arrive cut short and are then refused as malformed.
+    static func receiveLoop(fd: Int32, isRunning: () -> Bool, deliver: ([UInt8], String) -> Void) {
+        var buffer = [UInt8](repeating: 0, count: Announcement.maximumBytes + 1)
+        while isRunning() {
+            var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pollfd, 1, 500) > 0 else { continue }
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let received = buffer.withUnsafeMutableBytes { raw in
+                withUnsafeMutablePointer(to: &storage) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        recvfrom(fd, raw.baseAddress, raw.count, 0, $0, &length)
+                    }
+                }
+            }
+            guard received > 0 else { continue }
+            deliver(Array(buffer[0..<received]), SocketAddress(storage: storage, length: length).host)
+        }
+    }
+
+    static func send(_ datagram: [UInt8], fd: Int32, to address: SocketAddress) {
+        _ = datagram.withUnsafeBytes { raw in
+            address.withSockaddr { sendto(fd, raw.baseAddress, raw.count, 0, $0, $1) }
+        }
+    }
+}

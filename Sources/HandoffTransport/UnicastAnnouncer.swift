@@ -1,0 +1,82 @@
+import Foundation
+import Glibc
+import HandoffCore
+import Synchronization
+
+/// Signed announcements sent straight to peers whose address came from mDNS,
+/// and received from them, over UDP on the transfer port number. This is
+/// what lets two hosts hand off with multicast announcements switched off
+/// (or filtered by the network) as long as mDNS works.
+public final class UnicastAnnouncer: DiscoveryPath {
+    public let name = DiscoveryPathName.unicast.rawValue
+    private let port: UInt16
+    private let state_ = Mutex(State())
+    private let running = Atomic<Bool>(false)
+
+    struct State: ~Copyable {
+        var ipv4: Int32 = -1
+        var ipv6: Int32 = -1
+        var targets: [SocketAddress] = []
+    }
+
+    public init(port: UInt16) {
+        self.port = port
+    }
+
+    public var state: String {
+        state_.withLock { state in
+            state.ipv6 < 0 && state.ipv4 < 0 ? "closed"
+                : "udp port \(port); sending to \(state.targets.count) peer address(es) found by mDNS"
+        }
+    }
+
+    public func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {
+        let ipv4: Int32
+        let ipv6: Int32
+        do {
+            ipv4 = try DatagramSocket.open(family: AF_INET, port: port, reusePort: false)
+            ipv6 = try DatagramSocket.open(family: AF_INET6, port: port, reusePort: false)
+        } catch {
+            throw HandoffError(.network, "Cannot open \(port)/udp for announcements from mDNS peers: \(error).",
+                               fix: "Stop the program using \(port)/udp or pass another --port.")
+        }
+        state_.withLock {
+            $0.ipv4 = ipv4
+            $0.ipv6 = ipv6
+        }
+        running.store(true, ordering: .releasing)
+        for fd in [ipv4, ipv6] {
+            let thread = Thread { [self] in
+                DatagramSocket.receiveLoop(fd: fd, isRunning: { running.load(ordering: .acquiring) }) { bytes, host in
+                    observer(.announcement(bytes: bytes, fromHost: host, path: .unicast))
+                }
+            }
+            thread.name = "unicast receive"
+            thread.start()
+        }
+    }
+
+    /// The peers to send to: addresses of trusted devices resolved by mDNS.
+    public func setTargets(_ hosts: [(host: String, port: UInt16)]) {
+        let addresses = hosts.compactMap { try? SocketAddress(host: $0.host, port: $0.port) }
+        state_.withLock { $0.targets = addresses }
+    }
+
+    public func announce(_ datagram: [UInt8]) {
+        state_.withLock { state in
+            for target in state.targets {
+                let fd = target.family == AF_INET6 ? state.ipv6 : state.ipv4
+                if fd >= 0 { DatagramSocket.send(datagram, fd: fd, to: target) }
+            }
+        }
+    }
+
+    public func stop() {
+        running.store(false, ordering: .releasing)
+        state_.withLock { state in
+            for fd in [state.ipv4, state.ipv6] where fd >= 0 { close(fd) }
+            state.ipv4 = -1
+            state.ipv6 = -1
+        }
+    }
+}
