@@ -1,0 +1,96 @@
+import Foundation
+import HandoffCore
+import Testing
+
+@Suite struct JSONValueTests {
+    @Test func parsesEveryKind() throws {
+        let value = try JSONValue.parse(#"{"n":null,"t":true,"f":false,"i":-42,"d":2.5,"s":"hé\n","a":[1,"x"],"o":{"k":{}}}"#)
+        #expect(value == [
+            "n": nil, "t": true, "f": false, "i": -42, "d": .double(2.5), "s": "hé\n",
+            "a": [1, "x"], "o": ["k": [:]],
+        ])
+    }
+
+    @Test func keepsIntegersDoublesAndBooleansApart() throws {
+        #expect(try JSONValue.parse("1") == .integer(1))
+        #expect(try JSONValue.parse("-0") == .integer(0))
+        #expect(try JSONValue.parse("1.5") == .double(1.5))
+        #expect(try JSONValue.parse("true") == .bool(true))
+        #expect(try JSONValue.parse("0") != .bool(false))
+        #expect(try JSONValue.parse("9223372036854775807") == .integer(.max))
+        #expect(try JSONValue.parse("-9223372036854775808") == .integer(.min))
+        #expect(try JSONValue.parse("9223372036854775808") == .double(9_223_372_036_854_775_808))
+    }
+
+    @Test(arguments: ["", "{", "{\"a\" 1}", "nul", "'x'", "{\"a\":1}}", "\u{FEFF}"])
+    func invalidJSONIsAnInvalidRequest(_ text: String) {
+        let failure = #expect(throws: HandoffError.self) { try JSONValue.parse(text) }
+        #expect(failure?.code == .invalidRequest)
+        #expect(failure?.message == "not valid JSON")
+    }
+
+    @Test func invalidUTF8IsAnInvalidRequest() {
+        let failure = #expect(throws: HandoffError.self) { try JSONValue.parse(Data([0x22, 0xFF, 0x22])) }
+        #expect(failure?.code == .invalidRequest)
+    }
+
+    @Test func encodedLineIsCompactSortedAndOnOneLine() {
+        let value: JSONValue = ["b": 1, "a": ["y": true, "x": nil], "url": "https://example.org/a", "text": "two\nlines"]
+        let line = value.encodedLine()
+        #expect(line == #"{"a":{"x":null,"y":true},"b":1,"text":"two\nlines","url":"https://example.org/a"}"#)
+        #expect(!line.contains("\n"))
+    }
+
+    @Test func prettyPrintedIsSortedAndReparses() throws {
+        let value: JSONValue = ["b": [1, 2], "a": "x"]
+        let text = value.prettyPrinted()
+        #expect(text.contains("\n"))
+        let a = try #require(text.range(of: "\"a\""))
+        let b = try #require(text.range(of: "\"b\""))
+        #expect(a.lowerBound < b.lowerBound)
+        #expect(try JSONValue.parse(text) == value)
+    }
+
+    @Test func encodeThenParseRoundTrips() throws {
+        let value: JSONValue = [
+            "null": nil, "bool": false, "int": .integer(.min), "double": .double(-0.25),
+            "string": "quote \" backslash \\ tab \t emoji 🐋", "array": [[], [:], [nil]],
+        ]
+        #expect(try JSONValue.parse(value.encodedLine()) == value)
+        #expect(try JSONValue.parse(value.prettyPrinted()) == value)
+    }
+
+    @Test func nonFiniteNumbersCannotBeEncodedAndFallBackToNull() {
+        #expect(JSONValue.double(.nan).encodedLine() == "null")
+        #expect(JSONValue.object(["x": .double(.infinity)]).encodedLine() == "null")
+    }
+
+    @Test func accessors() {
+        let value: JSONValue = ["s": "text", "i": 3, "d": .double(2.0), "f": .double(2.5), "b": true, "a": [1], "o": ["k": 1]]
+        #expect(value["s"]?.stringValue == "text")
+        #expect(value["i"]?.stringValue == nil)
+        #expect(value["missing"] == nil)
+        #expect(JSONValue.array([1])["s"] == nil)
+        #expect(value["i"]?.integerValue == 3)
+        #expect(value["d"]?.integerValue == 2)
+        #expect(value["f"]?.integerValue == nil)
+        #expect(JSONValue.double(1e16).integerValue == nil)
+        #expect(JSONValue.double(.nan).integerValue == nil)
+        #expect(value["s"]?.integerValue == nil)
+        #expect(value["i"]?.doubleValue == 3.0)
+        #expect(value["f"]?.doubleValue == 2.5)
+        #expect(value["b"]?.doubleValue == nil)
+        #expect(value["b"]?.boolValue == true)
+        #expect(value["i"]?.boolValue == nil)
+        #expect(value["a"]?.arrayValue == [1])
+        #expect(value["o"]?.objectValue == ["k": 1])
+        #expect(value["a"]?.objectValue == nil)
+    }
+
+    @Test func literals() {
+        let value: JSONValue = ["s": "x", "i": 1, "b": false, "a": [nil], "dup": 1]
+        #expect(value == .object(["s": .string("x"), "i": .integer(1), "b": .bool(false), "a": .array([.null]), "dup": .integer(1)]))
+        let duplicated = JSONValue(dictionaryLiteral: ("k", 1), ("k", 2))
+        #expect(duplicated == ["k": 2])
+    }
+}

@@ -1,0 +1,517 @@
+import HandoffCore
+import HandoffCrypto
+import Testing
+
+private let own = try! Identity(seed: [UInt8](repeating: 1, count: 32))
+private let alice = try! Identity(seed: [UInt8](repeating: 2, count: 32))
+private let bob = try! Identity(seed: [UInt8](repeating: 3, count: 32))
+private let mallory = try! Identity(seed: [UInt8](repeating: 4, count: 32))
+private let verifier = Ed25519()
+private let now: UInt64 = 1_700_000_000_000
+private let hostA = "192.0.2.10"
+private let hostB = "fe80::1%eth0"
+
+private func trusted(_ key: DeviceKey) -> Bool { key == alice.publicKey || key == bob.publicKey }
+
+private func body(_ signer: Identity, kind: Announcement.Kind = .present, sequence: UInt64,
+                  timestamp: UInt64 = now, ttl: UInt16 = 30, name: String? = nil, port: UInt16 = 52345,
+                  offer: SignedSummary? = nil) -> Announcement {
+    Announcement(kind: kind, senderKey: signer.publicKey, sequence: sequence, timestampMillis: timestamp,
+                 transferPort: port, ttlSeconds: ttl, name: name ?? (signer === alice ? "alice" : signer === bob ? "bob" : "other"),
+                 summary: offer)
+}
+
+private func datagram(_ signer: Identity, kind: Announcement.Kind = .present, sequence: UInt64, timestamp: UInt64 = now,
+                      ttl: UInt16 = 30, name: String? = nil, port: UInt16 = 52345, offer: SignedSummary? = nil) -> [UInt8] {
+    try! body(signer, kind: kind, sequence: sequence, timestamp: timestamp, ttl: ttl, name: name, port: port, offer: offer)
+        .signedDatagram(by: signer)
+}
+
+private func offer(_ signer: Identity, claimedSender: DeviceKey? = nil, sequence: UInt64,
+                   expires: UInt64 = now + 600_000, title: String = "Chapter 1") -> SignedSummary {
+    let summary = Summary(senderKey: claimedSender ?? signer.publicKey, senderName: "alice", activityType: "org.example.reader",
+                          title: title, payloadSize: 10, payloadDigest: [UInt8](repeating: 7, count: 32),
+                          sequence: sequence, timestampMillis: now, expiresAtMillis: expires)
+    return try! summary.signed(by: signer)
+}
+
+private func makeTable() -> PeerTable {
+    PeerTable(ownKey: own.publicKey, fingerprint: { Ed25519.deviceID(of: $0) })
+}
+
+extension PeerTable {
+    fileprivate mutating func receive(_ bytes: [UInt8], from host: String = hostA, path: String = "multicast",
+                                      at time: UInt64 = now, isTrusted: (DeviceKey) -> Bool = trusted) -> [PeerEvent] {
+        receive(datagram: bytes, fromHost: host, path: path, nowMillis: time, verifier: verifier, isTrusted: isTrusted)
+    }
+}
+
+private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int = 0, expired: Int = 0,
+                      replayed: Int = 0, untrusted: Int = 0) -> DropCounters {
+    var drops = DropCounters()
+    drops.malformed = malformed
+    drops.unsigned = unsigned
+    drops.badSignature = badSignature
+    drops.expired = expired
+    drops.replayed = replayed
+    drops.untrusted = untrusted
+    return drops
+}
+
+@Suite struct PeerTableReceiveTests {
+    @Test func trustedAnnouncementAddsAPeer() throws {
+        var table = makeTable()
+        let bytes = datagram(alice, sequence: 10, port: 4000)
+        #expect(table.receive(bytes) == [.appeared(alice.publicKey)])
+        let peer = try #require(table.peers[alice.publicKey])
+        #expect(peer.name == "alice")
+        #expect(peer.deviceID == alice.deviceID)
+        #expect(peer.hosts == [hostA])
+        #expect(peer.transferPort == 4000)
+        #expect(peer.lastSeenMillis == now)
+        #expect(peer.ttlMillis == 30_000)
+        #expect(peer.announceSequence == 10)
+        #expect(peer.lastDatagram == bytes)
+        #expect(peer.offer == nil)
+        #expect(table.drops == DropCounters())
+        #expect(table.strangers.isEmpty)
+    }
+
+    @Test func newerAnnouncementUpdatesThePeer() throws {
+        var table = makeTable()
+        _ = table.receive(datagram(alice, sequence: 10))
+        #expect(table.receive(datagram(alice, sequence: 11, name: "alice's laptop", port: 5000), from: hostB, at: now + 5000) == [])
+        let peer = try #require(table.peers[alice.publicKey])
+        #expect(peer.name == "alice's laptop")
+        #expect(peer.transferPort == 5000)
+        #expect(peer.hosts == [hostB, hostA])
+        #expect(peer.lastSeenMillis == now + 5000)
+        #expect(peer.announceSequence == 11)
+    }
+
+    @Test func malformedDatagramsAreCounted() {
+        var table = makeTable()
+        for bytes in [[], [0x48, 0x4E, 0x44], Array("HNDF".utf8) + [2], [UInt8](repeating: 0, count: 1201)] {
+            #expect(table.receive(bytes) == [])
+        }
+        #expect(table.drops == counters(malformed: 4))
+        #expect(table.peers.isEmpty)
+    }
+
+    @Test func ownAnnouncementsAreIgnoredWithoutCounting() throws {
+        var table = makeTable()
+        #expect(table.receive(datagram(own, sequence: 1)) == [])
+        // Even unsigned or badly signed ones: they are ours, so they are neither peers nor drops.
+        #expect(table.receive(try body(own, sequence: 2).encodedBody()) == [])
+        var forged = datagram(own, sequence: 3)
+        forged[forged.count - 1] ^= 1
+        #expect(table.receive(forged, isTrusted: { _ in true }) == [])
+        #expect(table.peers.isEmpty)
+        #expect(table.strangers.isEmpty)
+        #expect(table.drops == DropCounters())
+    }
+
+    @Test func unsignedDatagramsAreCounted() throws {
+        var table = makeTable()
+        #expect(table.receive(try body(alice, sequence: 1).encodedBody()) == [])
+        #expect(table.drops == counters(unsigned: 1))
+        #expect(table.peers.isEmpty)
+    }
+
+    @Test func badSignaturesAreCounted() {
+        var table = makeTable()
+        var flippedSignature = datagram(alice, sequence: 1)
+        flippedSignature[flippedSignature.count - 10] ^= 0x01
+        #expect(table.receive(flippedSignature) == [])
+        // A changed body byte (the transfer port) under the original signature.
+        var flippedBody = datagram(alice, sequence: 1)
+        flippedBody[55] ^= 0x01
+        #expect(table.receive(flippedBody) == [])
+        // Mallory signing a datagram that claims to be Alice.
+        let impostor = try! body(alice, sequence: 2).signedDatagram(by: mallory)
+        #expect(table.receive(impostor) == [])
+        #expect(table.drops == counters(badSignature: 3))
+        #expect(table.peers.isEmpty)
+    }
+
+    @Test func untrustedSendersAreRememberedAsStrangers() throws {
+        var table = makeTable()
+        #expect(table.receive(datagram(mallory, sequence: 1, name: "mallory")) == [])
+        #expect(table.drops == counters(untrusted: 1))
+        #expect(table.peers.isEmpty)
+        let stranger = try #require(table.strangers[mallory.publicKey])
+        #expect(stranger.name == "mallory")
+        #expect(stranger.lastSeenMillis == now)
+    }
+
+    @Test func admittedStrangerIsListedAtOnce() throws {
+        var table = makeTable()
+        _ = table.receive(datagram(mallory, sequence: 7, name: "mallory", port: 4242), from: hostB, path: "unicast")
+        #expect(table.peers.isEmpty)
+        // Trusted now: the remembered announcement goes through every check again.
+        let events = table.admitStranger(mallory.publicKey, nowMillis: now + 1000, verifier: verifier, isTrusted: { _ in true })
+        #expect(events == [.appeared(mallory.publicKey)])
+        #expect(table.strangers.isEmpty)
+        let peer = try #require(table.peers[mallory.publicKey])
+        #expect(peer.name == "mallory")
+        #expect(peer.hosts == [hostB])
+        #expect(peer.transferPort == 4242)
+        #expect(peer.announceSequence == 7)
+        #expect(peer.lastSeenByPath == ["unicast": now + 1000])
+        #expect(table.drops == counters(untrusted: 1))
+        // Nothing more to admit.
+        #expect(table.admitStranger(mallory.publicKey, nowMillis: now, verifier: verifier, isTrusted: { _ in true }) == [])
+    }
+
+    @Test func admittingAStaleOrStillUntrustedStrangerAddsNothing() {
+        var table = makeTable()
+        _ = table.receive(datagram(mallory, sequence: 1))
+        let late = now + 30_000 + PeerTable.maximumClockSkewMillis
+        #expect(table.admitStranger(mallory.publicKey, nowMillis: late, verifier: verifier, isTrusted: { _ in true }) == [])
+        #expect(table.peers.isEmpty)
+        #expect(table.drops == counters(expired: 1, untrusted: 1))
+        // Admitted while the trust check still says no: counted again and remembered again.
+        _ = table.receive(datagram(mallory, sequence: 2))
+        #expect(table.admitStranger(mallory.publicKey, nowMillis: now, verifier: verifier, isTrusted: trusted) == [])
+        #expect(table.peers.isEmpty)
+        #expect(table.strangers[mallory.publicKey] != nil)
+        #expect(table.admitStranger(bob.publicKey, nowMillis: now, verifier: verifier, isTrusted: { _ in true }) == [])
+    }
+
+    @Test func strangersAreCapped() throws {
+        var table = makeTable()
+        let strangers = (0..<(PeerTable.maximumStrangers + 1)).map { index in
+            try! Identity(seed: [UInt8](repeating: 0x80, count: 31) + [UInt8(index)])
+        }
+        for (index, stranger) in strangers.enumerated() {
+            _ = table.receive(datagram(stranger, sequence: 1), at: now + UInt64(index))
+        }
+        #expect(table.strangers.count == PeerTable.maximumStrangers)
+        #expect(table.strangers[strangers[0].publicKey] == nil)
+        #expect(table.strangers[strangers.last!.publicKey] != nil)
+        #expect(table.drops.untrusted == PeerTable.maximumStrangers + 1)
+    }
+
+    @Test func staleAnnouncementsAreExpired() {
+        var table = makeTable()
+        let window = 30_000 + PeerTable.maximumClockSkewMillis
+        // timestamp + ttl + skew must be after now.
+        #expect(table.receive(datagram(alice, sequence: 1, timestamp: now - window)) == [])
+        #expect(table.receive(datagram(alice, sequence: 2, timestamp: 0)) == [])
+        #expect(table.drops == counters(expired: 2))
+        #expect(table.receive(datagram(alice, sequence: 3, timestamp: now - window + 1)) == [.appeared(alice.publicKey)])
+    }
+
+    @Test func olderOrEqualSequencesAreReplays() throws {
+        var table = makeTable()
+        _ = table.receive(datagram(alice, sequence: 10))
+        // Same sequence, different bytes.
+        #expect(table.receive(datagram(alice, sequence: 10, port: 1)) == [])
+        #expect(table.receive(datagram(alice, sequence: 9, timestamp: now + 1)) == [])
+        #expect(table.receive(datagram(alice, sequence: 0)) == [])
+        #expect(table.drops == counters(replayed: 3))
+        #expect(table.peers[alice.publicKey]?.transferPort == 52345)
+        #expect(table.receive(datagram(alice, sequence: 11, port: 1)) == [])
+        #expect(table.peers[alice.publicKey]?.transferPort == 1)
+    }
+
+    @Test func theSameDatagramFromTwoHostsIsNotAReplay() throws {
+        var table = makeTable()
+        let bytes = datagram(alice, sequence: 10)
+        #expect(table.receive(bytes, from: hostA) == [.appeared(alice.publicKey)])
+        #expect(table.receive(bytes, from: hostB, at: now + 2000) == [])
+        #expect(table.receive(bytes, from: hostB, at: now + 3000) == [])
+        #expect(table.drops == DropCounters())
+        let peer = try #require(table.peers[alice.publicKey])
+        #expect(peer.hosts == [hostA, hostB])
+        // A resent datagram does not keep a departed peer alive.
+        #expect(peer.lastSeenMillis == now)
+    }
+
+    @Test func pathsAreTrackedPerTransport() throws {
+        var table = makeTable()
+        let first = datagram(alice, sequence: 1)
+        _ = table.receive(first, path: "multicast")
+        // The same datagram by unicast: that path counts as seen when the datagram was first accepted.
+        _ = table.receive(first, from: hostB, path: "unicast", at: now + 5000)
+        var peer = try #require(table.peers[alice.publicKey])
+        #expect(peer.lastSeenByPath == ["multicast": now, "unicast": now])
+        #expect(peer.livePaths(nowMillis: now + 29_999) == ["multicast", "unicast"])
+        // Only unicast keeps arriving; multicast falls out after the TTL.
+        _ = table.receive(datagram(alice, sequence: 2), path: "unicast", at: now + 20_000)
+        peer = try #require(table.peers[alice.publicKey])
+        #expect(peer.lastSeenByPath == ["multicast": now, "unicast": now + 20_000])
+        #expect(peer.livePaths(nowMillis: now + 30_000) == ["unicast"])
+        #expect(peer.livePaths(nowMillis: now + 50_000) == [])
+    }
+
+    @Test func hostsKeepTheFourMostRecent() throws {
+        var table = makeTable()
+        for index in 1...6 {
+            _ = table.receive(datagram(alice, sequence: UInt64(index)), from: "192.0.2.\(index)")
+        }
+        _ = table.receive(datagram(alice, sequence: 7), from: "192.0.2.4")
+        #expect(table.peers[alice.publicKey]?.hosts == ["192.0.2.4", "192.0.2.6", "192.0.2.5", "192.0.2.3"])
+    }
+
+    @Test func pipelineOrderCheapestRefusalFirst() throws {
+        // Unsigned and untrusted: counted as unsigned, no stranger recorded.
+        var table = makeTable()
+        _ = table.receive(try body(mallory, sequence: 1).encodedBody())
+        #expect(table.drops == counters(unsigned: 1))
+        #expect(table.strangers.isEmpty)
+
+        // Badly signed and untrusted: counted as a bad signature, no stranger recorded.
+        table = makeTable()
+        var forged = datagram(mallory, sequence: 1)
+        forged[forged.count - 1] ^= 1
+        _ = table.receive(forged)
+        #expect(table.drops == counters(badSignature: 1))
+        #expect(table.strangers.isEmpty)
+
+        // Untrusted and expired: counted as untrusted.
+        table = makeTable()
+        _ = table.receive(datagram(mallory, sequence: 1, timestamp: 0))
+        #expect(table.drops == counters(untrusted: 1))
+
+        // Expired and replayed: counted as expired.
+        table = makeTable()
+        _ = table.receive(datagram(alice, sequence: 10))
+        _ = table.receive(datagram(alice, sequence: 5, timestamp: 0))
+        #expect(table.drops == counters(expired: 1))
+
+        // Bad signature and a replayed sequence: counted as a bad signature.
+        table = makeTable()
+        _ = table.receive(datagram(alice, sequence: 10))
+        var replayedForgery = datagram(alice, sequence: 5)
+        replayedForgery[replayedForgery.count - 1] ^= 1
+        _ = table.receive(replayedForgery)
+        #expect(table.drops == counters(badSignature: 1))
+    }
+
+    @Test func goodbyeRemovesThePeer() {
+        var table = makeTable()
+        _ = table.receive(datagram(alice, sequence: 10))
+        #expect(table.receive(datagram(alice, kind: .goodbye, sequence: 11, ttl: 0)) == [.left(alice.publicKey)])
+        #expect(table.peers.isEmpty)
+        // From a peer we do not list: nothing to report.
+        #expect(table.receive(datagram(bob, kind: .goodbye, sequence: 1)) == [])
+        #expect(table.drops == DropCounters())
+    }
+
+    @Test func replayedGoodbyeDoesNotRemoveThePeer() {
+        var table = makeTable()
+        _ = table.receive(datagram(alice, sequence: 10))
+        #expect(table.receive(datagram(alice, kind: .goodbye, sequence: 9)) == [])
+        #expect(table.peers[alice.publicKey] != nil)
+        #expect(table.drops == counters(replayed: 1))
+    }
+
+    @Test func expireDropsPeersAfterTheirTTL() {
+        var table = makeTable()
+        _ = table.receive(datagram(alice, sequence: 1, ttl: 30))
+        _ = table.receive(datagram(bob, sequence: 1, ttl: 120))
+        #expect(table.expire(nowMillis: now + 29_999) == [])
+        #expect(table.expire(nowMillis: now + 30_000) == [.left(alice.publicKey)])
+        #expect(table.peers.keys.sorted { $0.hex < $1.hex } == [bob.publicKey])
+        #expect(table.expire(nowMillis: now + 120_000) == [.left(bob.publicKey)])
+        #expect(table.peers.isEmpty)
+    }
+
+    @Test func removeReportsOnlyKnownPeers() {
+        var table = makeTable()
+        _ = table.receive(datagram(alice, sequence: 1))
+        #expect(table.remove(bob.publicKey) == [])
+        #expect(table.remove(alice.publicKey) == [.left(alice.publicKey)])
+        #expect(table.remove(alice.publicKey) == [])
+    }
+
+    @Test func noAlteredDatagramIsEverAccepted() {
+        var table = makeTable()
+        let valid = datagram(alice, sequence: 10, offer: offer(alice, sequence: 100))
+        var dropped = 0
+        for (index, bytes) in mutations(of: valid, seed: 0x5045_4552, count: 2000).enumerated() where bytes != valid {
+            let before = table.drops
+            #expect(table.receive(bytes) == [], "mutation #\(index)")
+            if table.drops != before { dropped += 1 }
+        }
+        // Every change breaks the framing or the signature: nothing gets in, and every datagram is counted.
+        #expect(table.peers.isEmpty)
+        #expect(table.strangers.isEmpty)
+        #expect(dropped == table.drops.malformed + table.drops.unsigned + table.drops.badSignature)
+        #expect(table.drops.malformed > 0)
+        #expect(table.drops.badSignature > 0)
+        #expect(table.drops.expired + table.drops.replayed + table.drops.untrusted == 0)
+        // The original still gets in afterwards.
+        #expect(table.receive(valid) == [.appeared(alice.publicKey), .offerReceived(alice.publicKey)])
+    }
+
+    @Test func dropCountersAsJSON() {
+        let json = counters(malformed: 1, unsigned: 2, badSignature: 3, expired: 4, replayed: 5, untrusted: 6).json
+        #expect(json == ["malformed": 1, "unsigned": 2, "badSignature": 3, "expired": 4, "replayed": 5, "untrusted": 6])
+    }
+}
+
+@Suite struct PeerTableOfferTests {
+    @Test func offerArrivesIsReplacedAndWithdrawn() throws {
+        var table = makeTable()
+        let first = offer(alice, sequence: 100)
+        #expect(table.receive(datagram(alice, sequence: 1, offer: first)) == [.appeared(alice.publicKey), .offerReceived(alice.publicKey)])
+        #expect(table.peers[alice.publicKey]?.offer == first)
+
+        // The same offer in the next announcement changes nothing.
+        #expect(table.receive(datagram(alice, sequence: 2, offer: first)) == [])
+
+        let second = offer(alice, sequence: 101, title: "Chapter 2")
+        #expect(table.receive(datagram(alice, sequence: 3, offer: second)) == [.offerReceived(alice.publicKey)])
+        #expect(table.peers[alice.publicKey]?.offer == second)
+
+        #expect(table.receive(datagram(alice, sequence: 4)) == [.offerWithdrawn(alice.publicKey)])
+        #expect(table.peers[alice.publicKey]?.offer == nil)
+        // No offer, still none: nothing to report.
+        #expect(table.receive(datagram(alice, sequence: 5)) == [])
+        #expect(table.drops == DropCounters())
+    }
+
+    @Test func olderOfferIsAReplayAndKeepsTheCurrentOne() {
+        var table = makeTable()
+        let current = offer(alice, sequence: 100)
+        _ = table.receive(datagram(alice, sequence: 1, offer: current))
+        #expect(table.receive(datagram(alice, sequence: 2, offer: offer(alice, sequence: 99))) == [])
+        #expect(table.receive(datagram(alice, sequence: 3, offer: offer(alice, sequence: 100, title: "Other"))) == [])
+        #expect(table.drops == counters(replayed: 2))
+        #expect(table.peers[alice.publicKey]?.offer == current)
+        // The announcement itself was still accepted.
+        #expect(table.peers[alice.publicKey]?.announceSequence == 3)
+    }
+
+    @Test func expiredOfferIsDroppedAndWithdrawsTheCurrentOne() {
+        var table = makeTable()
+        _ = table.receive(datagram(alice, sequence: 1, offer: offer(alice, sequence: 100)))
+        let stale = offer(alice, sequence: 101, expires: now + 10_000)
+        #expect(table.receive(datagram(alice, sequence: 2, offer: stale), at: now + 10_000) == [.offerWithdrawn(alice.publicKey)])
+        #expect(table.peers[alice.publicKey]?.offer == nil)
+        #expect(table.drops == counters(expired: 1))
+    }
+
+    @Test func expiredOfferFromANewPeerIsNotShown() {
+        var table = makeTable()
+        let stale = offer(alice, sequence: 1, expires: now)
+        #expect(table.receive(datagram(alice, sequence: 1, offer: stale)) == [.appeared(alice.publicKey)])
+        #expect(table.peers[alice.publicKey]?.offer == nil)
+        #expect(table.drops == counters(expired: 1))
+    }
+
+    @Test func offerSignedByAnotherKeyIsDropped() {
+        var table = makeTable()
+        // Mallory's own, validly signed summary, relayed inside Alice's announcement.
+        let relayed = offer(mallory, sequence: 100)
+        #expect(relayed.verify(with: verifier))
+        #expect(table.receive(datagram(alice, sequence: 1, offer: relayed)) == [.appeared(alice.publicKey)])
+        // A summary claiming Alice as sender but signed by Mallory.
+        let forged = offer(mallory, claimedSender: alice.publicKey, sequence: 101)
+        #expect(table.receive(datagram(alice, sequence: 2, offer: forged)) == [])
+        #expect(table.drops == counters(badSignature: 2))
+        #expect(table.peers[alice.publicKey]?.offer == nil)
+    }
+
+    @Test func badOfferKeepsTheCurrentOne() {
+        var table = makeTable()
+        let current = offer(alice, sequence: 100)
+        _ = table.receive(datagram(alice, sequence: 1, offer: current))
+        let forged = offer(mallory, claimedSender: alice.publicKey, sequence: 200)
+        #expect(table.receive(datagram(alice, sequence: 2, offer: forged)) == [])
+        #expect(table.peers[alice.publicKey]?.offer == current)
+        #expect(table.drops == counters(badSignature: 1))
+    }
+
+    @Test func declineHidesUntilANewerOffer() throws {
+        var table = makeTable()
+        _ = table.receive(datagram(alice, sequence: 1, offer: offer(alice, sequence: 100)))
+        #expect(table.peers[alice.publicKey]?.visibleOffer(nowMillis: now)?.summary.sequence == 100)
+        table.decline(alice.publicKey, sequence: 100)
+        #expect(table.peers[alice.publicKey]?.declinedSequence == 100)
+        #expect(table.peers[alice.publicKey]?.visibleOffer(nowMillis: now) == nil)
+        // The declined offer re-announced stays hidden.
+        _ = table.receive(datagram(alice, sequence: 2, offer: offer(alice, sequence: 100)))
+        #expect(table.peers[alice.publicKey]?.visibleOffer(nowMillis: now) == nil)
+        // A newer one shows.
+        #expect(table.receive(datagram(alice, sequence: 3, offer: offer(alice, sequence: 101))) == [.offerReceived(alice.publicKey)])
+        #expect(table.peers[alice.publicKey]?.visibleOffer(nowMillis: now)?.summary.sequence == 101)
+        // Declining an unknown peer is a no-op.
+        table.decline(bob.publicKey, sequence: 1)
+        #expect(table.peers[bob.publicKey] == nil)
+    }
+
+    @Test func visibleOfferDisappearsWhenItExpires() throws {
+        var table = makeTable()
+        _ = table.receive(datagram(alice, sequence: 1, offer: offer(alice, sequence: 100, expires: now + 1000)))
+        let peer = try #require(table.peers[alice.publicKey])
+        #expect(peer.visibleOffer(nowMillis: now + 999) != nil)
+        #expect(peer.visibleOffer(nowMillis: now + 1000) == nil)
+    }
+}
+
+@Suite struct PeerTableResolveTests {
+    /// Device ids that differ only in their last two characters, so short prefixes are ambiguous.
+    static func crowdedTable() -> PeerTable {
+        PeerTable(ownKey: own.publicKey, fingerprint: { key in
+            DeviceID(fingerprint: [UInt8](repeating: 0, count: 9) + [key.bytes[0]])!
+        })
+    }
+
+    @Test func resolvesByNameAndByIDPrefix() throws {
+        var table = makeTable()
+        _ = table.receive(datagram(alice, sequence: 1))
+        _ = table.receive(datagram(bob, sequence: 1))
+        #expect(try table.resolve("alice").key == alice.publicKey)
+        #expect(try table.resolve("bob").key == bob.publicKey)
+        let id = alice.deviceID
+        #expect(try table.resolve(id.description).key == alice.publicKey)
+        #expect(try table.resolve(id.compact.lowercased()).key == alice.publicKey)
+        try #require(id.compact.prefix(4) != bob.deviceID.compact.prefix(4))
+        #expect(try table.resolve(String(id.compact.prefix(4))).key == alice.publicKey)
+        #expect(try table.resolve(String(id.description.prefix(6)).lowercased()).key == alice.publicKey)
+    }
+
+    @Test func shortPrefixesAreNotMatched() {
+        var table = makeTable()
+        _ = table.receive(datagram(alice, sequence: 1))
+        let failure = #expect(throws: HandoffError.self) { try table.resolve(String(alice.deviceID.compact.prefix(3))) }
+        #expect(failure?.code == .notFound)
+    }
+
+    @Test func ambiguousIDPrefix() throws {
+        #expect(alice.publicKey.bytes[0] != bob.publicKey.bytes[0])
+        var table = Self.crowdedTable()
+        _ = table.receive(datagram(alice, sequence: 1))
+        _ = table.receive(datagram(bob, sequence: 1))
+        let failure = #expect(throws: HandoffError.self) { try table.resolve("0000-0000") }
+        #expect(failure?.code == .ambiguous)
+        #expect(failure?.message == "'0000-0000' matches 2 peers.")
+        let aliceID = try #require(table.peers[alice.publicKey]?.deviceID)
+        #expect(try table.resolve(aliceID.description).key == alice.publicKey)
+    }
+
+    @Test func ambiguousName() throws {
+        var table = makeTable()
+        _ = table.receive(datagram(alice, sequence: 1, name: "laptop"))
+        _ = table.receive(datagram(bob, sequence: 1, name: "laptop"))
+        let failure = #expect(throws: HandoffError.self) { try table.resolve("laptop") }
+        #expect(failure?.code == .ambiguous)
+        #expect(failure?.message == "More than one peer is named 'laptop'.")
+        // The device id still tells them apart.
+        #expect(try table.resolve(bob.deviceID.description).key == bob.publicKey)
+    }
+
+    @Test func notFound() {
+        var table = makeTable()
+        _ = table.receive(datagram(alice, sequence: 1))
+        for reference in ["nobody", "", "ZZZZ-ZZZZ-ZZZZ-ZZZZ", "Alice"] {
+            let failure = #expect(throws: HandoffError.self) { try table.resolve(reference) }
+            #expect(failure?.code == .notFound, "\(reference)")
+        }
+        let empty = makeTable()
+        #expect(throws: HandoffError.self) { try empty.resolve("alice") }
+    }
+}

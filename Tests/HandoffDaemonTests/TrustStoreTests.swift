@@ -1,0 +1,147 @@
+import Foundation
+import HandoffCore
+import HandoffCrypto
+@testable import HandoffDaemon
+import Testing
+
+private let alice = try! Identity(seed: [UInt8](repeating: 2, count: 32)).publicKey
+private let bob = try! Identity(seed: [UInt8](repeating: 3, count: 32)).publicKey
+
+@Suite struct TrustStoreTests {
+    @Test func emptyWithoutAFile() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let store = try TrustStore.load(from: StateDirectory(path: temp.path))
+        #expect(store.entries.isEmpty)
+        #expect(!store.contains(alice))
+        #expect(temp.contents().isEmpty)
+    }
+
+    @Test func addAndRemovePersistAcrossLoads() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = StateDirectory(path: temp.path)
+        var store = try TrustStore.load(from: directory)
+        try store.add(alice, name: "alice", nowMillis: 1000)
+        try store.add(bob, name: "bob", nowMillis: 2000)
+        #expect(store.contains(alice))
+        #expect(permissions(directory.trustPath) == 0o600)
+
+        var reloaded = try TrustStore.load(from: directory)
+        #expect(reloaded.entries == store.entries)
+        #expect(reloaded.entries[alice]?.name == "alice")
+        #expect(reloaded.entries[alice]?.addedAtMillis == 1000)
+        #expect(reloaded.entries[bob]?.addedAtMillis == 2000)
+
+        try reloaded.remove(alice)
+        #expect(!reloaded.contains(alice))
+        let again = try TrustStore.load(from: directory)
+        #expect(!again.contains(alice))
+        #expect(again.contains(bob))
+        #expect(temp.contents() == ["trusted-peers"])
+    }
+
+    @Test func reAddingRenamesButKeepsTheOriginalDate() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = StateDirectory(path: temp.path)
+        var store = try TrustStore.load(from: directory)
+        try store.add(alice, name: "old", nowMillis: 1000)
+        try store.add(alice, name: "new", nowMillis: 5000)
+        let reloaded = try TrustStore.load(from: directory)
+        #expect(reloaded.entries[alice] == TrustStore.Entry(key: alice, name: "new", addedAtMillis: 1000))
+        #expect(reloaded.entries.count == 1)
+    }
+
+    @Test func removingAnUnknownKeyIsHarmless() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        var store = try TrustStore.load(from: StateDirectory(path: temp.path))
+        try store.add(alice, name: "alice", nowMillis: 1)
+        try store.remove(bob)
+        #expect(store.contains(alice))
+    }
+
+    @Test func fileIsVersionedSortedJSONWithDeviceIDs() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = StateDirectory(path: temp.path)
+        var store = try TrustStore.load(from: directory)
+        try store.add(bob, name: "bob", nowMillis: 2)
+        try store.add(alice, name: "alice", nowMillis: 1)
+        let bytes = try #require(fileBytes(directory.trustPath))
+        let document = try JSONValue.parse(String(decoding: bytes, as: UTF8.self))
+        #expect(document["version"] == 1)
+        let peers = try #require(document["peers"]?.arrayValue)
+        let keys = peers.compactMap { $0["key"]?.stringValue }
+        #expect(keys == [alice.hex, bob.hex].sorted())
+        let aliceEntry = try #require(peers.first { $0["key"]?.stringValue == alice.hex })
+        #expect(aliceEntry["deviceId"]?.stringValue == Ed25519.deviceID(of: alice).description)
+        #expect(aliceEntry["name"] == "alice")
+        #expect(aliceEntry["addedAtMillis"] == 1)
+        #expect(bytes.last == 0x0A)
+    }
+
+    @Test func minimalHandWrittenFileLoads() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = StateDirectory(path: temp.path)
+        writeFile(directory.trustPath, Array(#"{"version":1,"peers":[{"key":"\#(alice.hex.uppercased())"}]}"#.utf8))
+        let store = try TrustStore.load(from: directory)
+        #expect(store.entries[alice] == TrustStore.Entry(key: alice, name: "", addedAtMillis: 0))
+    }
+
+    @Test(arguments: [
+        "",
+        "not json",
+        "{",
+        "[]",
+        #"{"peers":[]}"#,
+        #"{"version":2,"peers":[]}"#,
+        #"{"version":"1","peers":[]}"#,
+        #"{"version":1}"#,
+        #"{"version":1,"peers":{}}"#,
+        #"{"version":1,"peers":[{"name":"no key"}]}"#,
+        #"{"version":1,"peers":[{"key":"d75a"}]}"#,
+        #"{"version":1,"peers":[{"key":42}]}"#,
+        #"{"version":1,"peers":[{"key":"zz5a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"}]}"#,
+    ])
+    func corruptFileThrowsStorageAndIsLeftUnchanged(_ text: String) throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = StateDirectory(path: temp.path)
+        let bytes = Array(text.utf8)
+        writeFile(directory.trustPath, bytes)
+        let failure = #expect(throws: HandoffError.self) { try TrustStore.load(from: directory) }
+        #expect(failure?.code == .storage)
+        #expect(failure?.message.contains("left as it is") == true)
+        #expect(fileBytes(directory.trustPath) == bytes)
+        #expect(temp.contents() == ["trusted-peers"])
+    }
+
+    @Test func invalidUTF8IsCorrupt() {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = StateDirectory(path: temp.path)
+        let bytes: [UInt8] = [0x7B, 0xFF, 0x7D]
+        writeFile(directory.trustPath, bytes)
+        #expect(throws: HandoffError.self) { try TrustStore.load(from: directory) }
+        #expect(fileBytes(directory.trustPath) == bytes)
+    }
+
+    @Test func failedSaveLeavesTheStoreUnchanged() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let directory = StateDirectory(path: temp.path + "/state")
+        try directory.prepare()
+        var store = try TrustStore.load(from: directory)
+        try store.add(alice, name: "alice", nowMillis: 1)
+        // The directory disappears (works as root too, unlike chmod).
+        try FileManager.default.removeItem(atPath: directory.path)
+        let failure = #expect(throws: HandoffError.self) { try store.add(bob, name: "bob", nowMillis: 2) }
+        #expect(failure?.code == .storage)
+        #expect(!store.contains(bob))
+        #expect(throws: HandoffError.self) { try store.remove(alice) }
+        #expect(store.contains(alice))
+    }
+}
