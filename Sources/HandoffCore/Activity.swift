@@ -52,6 +52,7 @@ extension Activity {
                                limit: ActivityLimits.contentIdentifierBytes)
         }
         if let webpageURL { try Self.validateWebpageURL(webpageURL) }
+        try PropertyListValue.dictionary(userInfo).validate()
         let size = encodedUserInfoSize
         guard size <= ActivityLimits.userInfoBytes else {
             throw .init(.payloadTooLarge,
@@ -82,16 +83,28 @@ extension Activity {
             throw .invalidActivity("\(field) is \(text.utf8.count) bytes, over the limit of \(limit).",
                                    fix: "Shorten \(field).")
         }
-        // Control characters would let a peer rewrite a terminal table.
-        guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw .invalidActivity("\(field) contains control characters.", fix: "Remove newlines, tabs and other control characters from \(field).")
+        guard !containsUnsafeCharacters(text) else {
+            throw .invalidActivity("\(field) contains control, line-separator or bidirectional-override characters.",
+                                   fix: "Remove newlines, tabs and other invisible control characters from \(field).")
+        }
+    }
+
+    /// Characters that let text shown by a peer rewrite or reorder a terminal
+    /// line: C0/C1 controls, line and paragraph separators, bidi overrides.
+    public static func containsUnsafeCharacters(_ text: String) -> Bool {
+        text.unicodeScalars.contains { scalar in
+            switch scalar.properties.generalCategory {
+            case .control, .lineSeparator, .paragraphSeparator: return true
+            default: return (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
+            }
         }
     }
 
     public static func validateWebpageURL(_ text: String) throws(HandoffError) {
         try checkText(text, field: "webpageURL", limit: ActivityLimits.webpageURLBytes)
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty
+        guard !text.contains(where: \.isWhitespace), let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty,
+              (url.port.map { (1...65535).contains($0) } ?? true)
         else {
             throw .invalidActivity("webpageURL '\(text)' is not an http or https URL.",
                                    fix: "Give an absolute http:// or https:// URL; other schemes belong in userInfo.")

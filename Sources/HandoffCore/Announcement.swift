@@ -94,6 +94,7 @@ public struct ReceivedAnnouncement: Sendable {
             throw .tooLong(field: "device name", length: nameLength, limit: Summary.nameBytes)
         }
         let name = try reader.readUTF8(nameLength)
+        guard !Activity.containsUnsafeCharacters(name) else { throw .invalidValue("device name contains control characters") }
         let summaryLength = Int(try reader.readUInt16BE())
         let summary = summaryLength == 0 ? nil : try SignedSummary(decoding: try reader.readBytes(summaryLength))
         let bodyLength = reader.offset

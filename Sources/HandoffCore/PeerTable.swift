@@ -77,6 +77,10 @@ public struct PeerTable: Sendable {
         var path: String
     }
 
+    /// The highest announce sequence accepted from each trusted key. Kept when
+    /// a peer says goodbye or expires, so its old datagrams cannot bring it back.
+    private var highestSequence: [DeviceKey: UInt64] = [:]
+
     public static let maximumStrangers = 64
     /// Tolerated difference between two hosts' clocks.
     public static let maximumClockSkewMillis: UInt64 = 120_000
@@ -118,11 +122,19 @@ public struct PeerTable: Sendable {
             return []
         }
         let ttlMillis = UInt64(announcement.ttlSeconds) * 1000
-        guard announcement.timestampMillis + ttlMillis + Self.maximumClockSkewMillis > nowMillis else {
+        // Outside [now - ttl - skew, now + skew]: stale, or from a clock too far ahead to trust.
+        // Computed from `now` so that no timestamp, however large, can overflow.
+        let skew = Self.maximumClockSkewMillis
+        guard announcement.timestampMillis > nowMillis &- min(nowMillis, ttlMillis + skew),
+              announcement.timestampMillis <= nowMillis + skew else {
             drops.expired += 1
             return []
         }
         let key = announcement.senderKey
+        if peers[key] == nil, let highest = highestSequence[key], announcement.sequence <= highest {
+            drops.replayed += 1
+            return []
+        }
         if var known = peers[key], announcement.sequence <= known.announceSequence {
             if datagram == known.lastDatagram {
                 // The same datagram over another path (IPv4 and IPv6): one more address, not a replay.
@@ -135,6 +147,7 @@ public struct PeerTable: Sendable {
             }
             return []
         }
+        highestSequence[key] = announcement.sequence
         if announcement.kind == .goodbye {
             return peers.removeValue(forKey: key) == nil ? [] : [.left(key)]
         }
@@ -204,8 +217,10 @@ public struct PeerTable: Sendable {
         return gone.map { .left($0) }
     }
 
+    /// Forgets a device entirely (it is no longer trusted).
     public mutating func remove(_ key: DeviceKey) -> [PeerEvent] {
-        peers.removeValue(forKey: key) == nil ? [] : [.left(key)]
+        highestSequence.removeValue(forKey: key)
+        return peers.removeValue(forKey: key) == nil ? [] : [.left(key)]
     }
 
     /// Call after `key` became trusted: its last announcement, if recent, is

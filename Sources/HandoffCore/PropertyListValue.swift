@@ -14,9 +14,49 @@ public indirect enum PropertyListValue: Equatable, Sendable {
     case array([PropertyListValue])
     case dictionary([String: PropertyListValue])
 
-    /// Deeper nesting is refused on encode and decode so that hostile input
-    /// cannot exhaust the stack.
+    /// Deeper nesting is refused when validating and decoding so that hostile
+    /// input cannot exhaust the stack.
     public static let maximumDepth = 32
+    /// Dictionary keys travel with a 16-bit length; this is far below it.
+    public static let maximumKeyBytes = 1024
+
+    /// Checks what the encoding needs: depth, key length, finite numbers. The
+    /// error names the key path. Run before `encode`, which assumes it passed.
+    public func validate(keyPath: String = "userInfo") throws(HandoffError) {
+        try Self.validate(self, keyPath: keyPath, depth: 0)
+    }
+
+    private static func validate(_ value: PropertyListValue, keyPath: String, depth: Int) throws(HandoffError) {
+        guard depth < maximumDepth else {
+            throw .invalidActivity("\(keyPath) is nested deeper than \(maximumDepth) levels.", fix: "Flatten the structure.")
+        }
+        switch value {
+        case let .double(number), let .date(number):
+            guard number.isFinite else {
+                throw .invalidActivity("\(keyPath) is not a finite number.", fix: "Use a finite number.")
+            }
+        case let .array(items):
+            for (index, item) in items.enumerated() {
+                try validate(item, keyPath: "\(keyPath)[\(index)]", depth: depth + 1)
+            }
+        case let .dictionary(fields):
+            for (key, item) in fields {
+                guard key.utf8.count <= maximumKeyBytes else {
+                    throw .invalidActivity("A key in \(keyPath) is \(key.utf8.count) bytes, over the limit of \(maximumKeyBytes).",
+                                           fix: "Use shorter keys; put long text in values.")
+                }
+                try validate(item, keyPath: "\(keyPath).\(key)", depth: depth + 1)
+            }
+        default:
+            break
+        }
+    }
+
+    /// Keys in the order they are encoded: ascending by UTF-8 bytes, the order
+    /// any implementation can reproduce (Swift's String order is Unicode-aware).
+    static func encodingOrder(_ keys: Dictionary<String, PropertyListValue>.Keys) -> [String] {
+        keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
 }
 
 // MARK: - Binary encoding (Docs/PROTOCOL.md, "Property-list values")
@@ -56,7 +96,7 @@ extension PropertyListValue {
             writer.write(Tag.dictionary.rawValue)
             writer.write(UInt32(fields.count))
             // Sorted keys make the encoding, and so the digest, deterministic.
-            for key in fields.keys.sorted() {
+            for key in Self.encodingOrder(fields.keys) {
                 writer.write(UInt16(key.utf8.count))
                 writer.write(contentsOf: key.utf8)
                 fields[key]!.encode(into: &writer)
@@ -114,14 +154,21 @@ extension PropertyListValue {
                 throw .truncated(needed: count * 3, available: reader.remaining)
             }
             var fields: [String: PropertyListValue] = [:]
-            var previousKey: String?
+            var previousKey: [UInt8]?
             for _ in 0..<count {
-                let key = try reader.readUTF8(Int(try reader.readUInt16BE()))
-                // Strictly ascending keys: one encoding per value, no duplicates.
-                if let previousKey, !(previousKey < key) {
+                let keyLength = Int(try reader.readUInt16BE())
+                guard keyLength <= maximumKeyBytes else {
+                    throw .tooLong(field: "dictionary key", length: keyLength, limit: maximumKeyBytes)
+                }
+                let key = try reader.readUTF8(keyLength)
+                let keyBytes = Array(key.utf8)
+                // Strictly ascending bytes: one encoding per value, no duplicates.
+                if let previousKey, !previousKey.lexicographicallyPrecedes(keyBytes) {
                     throw .invalidValue("dictionary keys out of order or repeated")
                 }
-                previousKey = key
+                previousKey = keyBytes
+                // Distinct bytes that Swift treats as one key ("é" written two ways) would lose a value.
+                guard fields[key] == nil else { throw .invalidValue("dictionary keys equal after Unicode normalization") }
                 fields[key] = try decode(from: &reader, depth: depth + 1)
             }
             return .dictionary(fields)
@@ -132,6 +179,15 @@ extension PropertyListValue {
 // MARK: - JSON mapping used by the local API and the CLI
 
 extension PropertyListValue {
+    /// ISO 8601 in UTC, with milliseconds when the date has a fraction.
+    static func isoString(_ seconds: Double) -> String {
+        let formatter = ISO8601DateFormatter()
+        if seconds.rounded(.down) != seconds {
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        }
+        return formatter.string(from: Date(timeIntervalSince1970: seconds))
+    }
+
     /// Converts JSON into property-list values. JSON has no data or date, so
     /// those are written `{"$data": "<base64>"}` and `{"$date": "<ISO 8601>"}`.
     /// `null` and non-finite numbers are refused with the key path that holds them.
@@ -183,7 +239,10 @@ extension PropertyListValue {
             return .data([UInt8](raw))
         case "$date":
             if let seconds = value.doubleValue, seconds.isFinite { return .date(seconds) }
-            guard let text = value.stringValue, let date = ISO8601DateFormatter().date(from: text) else {
+            let fractional = ISO8601DateFormatter()
+            fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            guard let text = value.stringValue,
+                  let date = ISO8601DateFormatter().date(from: text) ?? fractional.date(from: text) else {
                 throw .invalidActivity("\(keyPath) holds a $date that is not ISO 8601.",
                                        fix: "Write dates like 2026-11-30T12:00:00Z, or as seconds since 1970.")
             }
@@ -202,7 +261,7 @@ extension PropertyListValue {
         case let .bool(flag): .bool(flag)
         case let .data(raw): .object(["$data": .string(Data(raw).base64EncodedString())])
         case let .date(seconds):
-            .object(["$date": .string(ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: seconds)))])
+            .object(["$date": .string(Self.isoString(seconds))])
         case let .array(items): .array(items.map(\.json))
         case let .dictionary(fields): .object(fields.mapValues(\.json))
         }

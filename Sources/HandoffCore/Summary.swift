@@ -124,6 +124,10 @@ public struct SignedSummary: Equatable, Sendable {
         let bodyLength = reader.offset
         let signature = try reader.readBytes(SignatureSize.ed25519)
         try reader.expectEnd()
+        // Shown to people as they are: refuse what could rewrite a terminal line.
+        for text in [name, type, title] where Activity.containsUnsafeCharacters(text) {
+            throw .invalidValue("summary text contains control characters")
+        }
         summary = Summary(senderKey: key, senderName: name, activityType: type, title: title,
                           payloadSize: size, payloadDigest: digest, sequence: sequence,
                           timestampMillis: timestamp, expiresAtMillis: expires)

@@ -45,8 +45,9 @@ public final class StreamListener: Sendable {
         }
     }
 
-    /// Listens on a Unix socket at `path`, reachable only by this user (mode 0600
-    /// inside a 0700 directory). A stale socket file from a crashed daemon is replaced;
+    /// Listens on a Unix socket at `path`, reachable only by this user (mode 0600;
+    /// the caller keeps it in a 0700 directory, which is what protects it between
+    /// bind and chmod). A stale socket file from a crashed daemon is replaced;
     /// a live one is an error, so two daemons never share a socket.
     public static func unix(path: String) throws(SystemError) -> StreamListener {
         if let probe = try? StreamConnection.connect(unixPath: path) {
@@ -57,8 +58,6 @@ public final class StreamListener: Sendable {
         let fd = try systemCall("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
         do {
             var address = try UnixAddress(path: path)
-            let previousMask = umask(0o177)
-            defer { umask(previousMask) }
             _ = try address.withSockaddr { (pointer, length) throws(SystemError) in
                 try systemCall("bind(\(path))") { bind(fd, pointer, length) }
             }

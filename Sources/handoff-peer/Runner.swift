@@ -186,7 +186,7 @@ struct Runner {
             } else {
                 let name = event["event"]?.stringValue ?? "?"
                 let peer = event["peer"]?.stringValue ?? ""
-                let type = event["type"]?.stringValue ?? event["offer"]?["type"]?.stringValue ?? ""
+                let type = safe(event["type"]?.stringValue ?? event["offer"]?["type"]?.stringValue ?? "")
                 print([Date().formatted(.iso8601.time(includingFractionalSeconds: false)), name, peer, type].filter { !$0.isEmpty }.joined(separator: "  "))
             }
             fflush(nil)

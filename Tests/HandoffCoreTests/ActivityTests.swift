@@ -69,9 +69,9 @@ private func jsonError(_ json: JSONValue) -> HandoffError? {
     @Test(arguments: ["line\nbreak", "tab\there", "bell\u{07}", "nul\u{00}", "del\u{7F}", "next\u{85}line", "esc\u{1B}[2J"])
     func controlCharactersAreRefused(_ text: String) {
         let inTitle = validationError(Activity(type: "a.b", title: text))
-        #expect(inTitle?.message == "title contains control characters.")
+        #expect(inTitle?.message == "title contains control, line-separator or bidirectional-override characters.")
         let inIdentifier = validationError(Activity(type: "a.b", title: "ok", targetContentIdentifier: text))
-        #expect(inIdentifier?.message == "targetContentIdentifier contains control characters.")
+        #expect(inIdentifier?.message == "targetContentIdentifier contains control, line-separator or bidirectional-override characters.")
     }
 
     @Test func contentIdentifierLimit() {
@@ -120,7 +120,7 @@ private func jsonError(_ json: JSONValue) -> HandoffError? {
         let tooLong = #expect(throws: HandoffError.self) { try Activity.validateWebpageURL(long) }
         #expect(tooLong?.message == "webpageURL is 2049 bytes, over the limit of 2048.")
         let withNewline = #expect(throws: HandoffError.self) { try Activity.validateWebpageURL("https://example.org/\n") }
-        #expect(withNewline?.message == "webpageURL contains control characters.")
+        #expect(withNewline?.message == "webpageURL contains control, line-separator or bidirectional-override characters.")
         #expect(validationError(Activity(type: "a.b", title: "", webpageURL: "ftp://example.org"))?.code == .invalidActivity)
     }
 
@@ -255,7 +255,7 @@ private func jsonError(_ json: JSONValue) -> HandoffError? {
         let badType = Activity(type: "nodots", title: "").encodedPayload()
         #expect(payloadError(badType)?.code == .invalidActivity)
         let controlTitle = Activity(type: "a.b", title: "\u{1B}[2J").encodedPayload()
-        #expect(payloadError(controlTitle)?.message == "title contains control characters.")
+        #expect(payloadError(controlTitle)?.message == "title contains control, line-separator or bidirectional-override characters.")
         let ftp = Activity(type: "a.b", title: "", webpageURL: "ftp://example.org").encodedPayload()
         #expect(payloadError(ftp)?.code == .invalidActivity)
         let longTitle = Activity(type: "a.b", title: String(repeating: "x", count: 300)).encodedPayload()
@@ -360,5 +360,30 @@ private func jsonError(_ json: JSONValue) -> HandoffError? {
         let activity = try Activity(json: ["type": "nodots", "webpageURL": "ftp://x"])
         #expect(activity.type == "nodots")
         #expect(throws: HandoffError.self) { try activity.validate() }
+    }
+}
+
+@Suite struct ActivityTextSafetyTests {
+    @Test func invisibleLineBreakersAreRefused() {
+        for title in ["a\u{2028}b", "a\u{2029}b", "a\u{202E}b", "a\u{2066}b", "a\u{1B}[2Jb", "a\u{85}b"] {
+            #expect(throws: HandoffError.self) { try Activity(type: "org.example.x", title: title).validate() }
+        }
+        #expect(throws: Never.self) { try Activity(type: "org.example.x", title: "Émile — chapitre 3 📖").validate() }
+    }
+
+    @Test func urlsWithSpacesOrImpossiblePortsAreRefused() {
+        for url in ["https://example.org:99999/", "https://example.org/a b", "https://example.org:0/"] {
+            #expect(throws: HandoffError.self) { try Activity.validateWebpageURL(url) }
+        }
+        #expect(throws: Never.self) { try Activity.validateWebpageURL("https://example.org:8443/a%20b") }
+    }
+
+    @Test func summaryWithEscapeSequenceIsRefusedOnDecode() throws {
+        let signer = rfcIdentity()
+        let summary = Summary(senderKey: signer.publicKey, senderName: "a", activityType: "\u{1B}[2J", title: "t",
+                              payloadSize: 1, payloadDigest: [UInt8](repeating: 0, count: 32), sequence: 1,
+                              timestampMillis: 1, expiresAtMillis: 2)
+        let signed = try summary.signed(by: signer)
+        #expect(throws: WireError.self) { try SignedSummary(decoding: signed.encoded) }
     }
 }

@@ -515,3 +515,47 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
         #expect(throws: HandoffError.self) { try empty.resolve("alice") }
     }
 }
+
+/// Regressions: inputs that once crashed the receiver or let a replay through.
+@Suite struct PeerTableHardeningTests {
+    @Test func hugeTimestampIsDroppedNotCrashed() {
+        var table = makeTable()
+        #expect(table.receive(datagram(alice, sequence: 1, timestamp: UInt64.max - 1000)).isEmpty)
+        #expect(table.drops == counters(expired: 1))
+        #expect(table.peers.isEmpty)
+    }
+
+    @Test func timestampFromTooFarAheadIsDropped() {
+        var table = makeTable()
+        #expect(table.receive(datagram(alice, sequence: 1, timestamp: now + PeerTable.maximumClockSkewMillis + 1)).isEmpty)
+        #expect(table.drops == counters(expired: 1))
+    }
+
+    @Test func replayAfterGoodbyeIsDropped() {
+        var table = makeTable()
+        let captured = datagram(alice, sequence: 10)
+        _ = table.receive(captured)
+        #expect(table.receive(datagram(alice, kind: .goodbye, sequence: 11), at: now + 1000) == [.left(alice.publicKey)])
+        #expect(table.receive(captured, from: hostB, at: now + 5000).isEmpty)
+        #expect(table.peers.isEmpty)
+        #expect(table.drops == counters(replayed: 1))
+    }
+
+    @Test func replayAfterExpiryIsDropped() {
+        var table = makeTable()
+        let captured = datagram(alice, sequence: 10, ttl: 2)
+        _ = table.receive(captured)
+        #expect(table.expire(nowMillis: now + 3000) == [.left(alice.publicKey)])
+        #expect(table.receive(captured, at: now + 4000).isEmpty)
+        #expect(table.drops == counters(replayed: 1))
+        // A newer datagram brings it back.
+        #expect(table.receive(datagram(alice, sequence: 12, timestamp: now + 4000), at: now + 4000) == [.appeared(alice.publicKey)])
+    }
+
+    @Test func removedDeviceStartsAfresh() {
+        var table = makeTable()
+        _ = table.receive(datagram(alice, sequence: 10))
+        #expect(table.remove(alice.publicKey) == [.left(alice.publicKey)])
+        #expect(table.receive(datagram(alice, sequence: 5)) == [.appeared(alice.publicKey)])
+    }
+}

@@ -269,3 +269,45 @@ private func nestedValue(_ levels: Int) -> PropertyListValue {
         #expect(failure?.message.contains("nested deeper than 32") == true)
     }
 }
+
+/// Regressions for values the encoder once could not take.
+@Suite struct PropertyListValidationTests {
+    @Test func overlongKeyIsAnErrorNotACrash() {
+        let value = PropertyListValue.dictionary([String(repeating: "k", count: 65_536): .integer(1)])
+        #expect(throws: HandoffError.self) { try value.validate() }
+        let activity = Activity(type: "org.example.x", title: "", userInfo: [String(repeating: "k", count: 65_536): .integer(1)])
+        #expect(throws: HandoffError.self) { try activity.validate() }
+    }
+
+    @Test func depthIsCheckedBeforeEncoding() {
+        var value = PropertyListValue.integer(1)
+        for _ in 0..<40 { value = .array([value]) }
+        let activity = Activity(type: "org.example.x", title: "", userInfo: ["deep": value])
+        #expect(throws: HandoffError.self) { try activity.validate() }
+    }
+
+    @Test func nonFiniteNumbersAreRefused() {
+        #expect(throws: HandoffError.self) { try PropertyListValue.dictionary(["x": .double(.nan)]).validate() }
+        #expect(throws: HandoffError.self) { try PropertyListValue.dictionary(["x": .date(.infinity)]).validate() }
+    }
+
+    @Test func keysAreOrderedByUTF8Bytes() throws {
+        // "e" + combining acute (65 cc 81) sorts before "f" (66) by bytes; Swift's String order puts it after.
+        let value = PropertyListValue.dictionary(["e\u{301}": .bool(true), "f": .bool(true)])
+        #expect(value.encoded == hex("09 00000002 0003 65cc81 05 0001 66 05"))
+        var reader = ByteReader(value.encoded)
+        #expect(try PropertyListValue(from: &reader) == value)
+    }
+
+    @Test func keysEqualAfterNormalizationAreRefused() {
+        // "é" precomposed (c3 a9) and decomposed (65 cc 81) are distinct bytes but one Swift key.
+        let bytes = hex("09 00000002 0003 65cc81 02 0000000000000001 0002 c3a9 02 0000000000000002")
+        var reader = ByteReader(bytes)
+        #expect(throws: WireError.self) { try PropertyListValue(from: &reader) }
+    }
+
+    @Test func fractionalDatesSurviveJSON() throws {
+        let value = PropertyListValue.date(1_700_000_000.25)
+        #expect(try PropertyListValue(json: value.json) == value)
+    }
+}
