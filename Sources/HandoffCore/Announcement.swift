@@ -6,6 +6,8 @@ public struct Announcement: Equatable, Sendable {
         case present = 1
         /// Sent when the daemon stops, so peers drop it at once instead of after the TTL.
         case goodbye = 2
+        /// Sent in the clear, only while the user has pairing open: "I can be paired".
+        case pairing = 3
     }
 
     public var kind: Kind
@@ -112,5 +114,62 @@ public struct ReceivedAnnouncement: Sendable {
         guard let signature else { return false }
         return verifier.isValid(signature: signature, message: SigningContext.announcement + body,
                                 key: announcement.senderKey)
+    }
+}
+
+/// The sealed form in which `present` and `goodbye` announcements travel: one
+/// datagram per paired peer, encrypted with the key that pair shares
+/// (Docs/PROTOCOL.md, "Sealed announcements"). Strangers see a rotating hint,
+/// a nonce and ciphertext: no key, name, type or title.
+public struct SealedAnnouncement: Equatable, Sendable {
+    public static let version: UInt8 = 2
+    public static let kind: UInt8 = 1
+    public static let hintBytes = 8
+    public static let nonceBytes = 24
+    public static let tagBytes = 16
+    public static let headerBytes = 4 + 1 + 1 + hintBytes + nonceBytes
+
+    public var hint: [UInt8]
+    public var nonce: [UInt8]
+    public var ciphertext: [UInt8]
+
+    public init(hint: [UInt8], nonce: [UInt8], ciphertext: [UInt8]) {
+        self.hint = hint
+        self.nonce = nonce
+        self.ciphertext = ciphertext
+    }
+
+    /// The bytes the AEAD authenticates besides the ciphertext.
+    public var header: [UInt8] {
+        Announcement.magic + [Self.version, Self.kind] + hint + nonce
+    }
+
+    public var encoded: [UInt8] { header + ciphertext }
+
+    public static func header(hint: [UInt8], nonce: [UInt8]) -> [UInt8] {
+        Announcement.magic + [version, kind] + hint + nonce
+    }
+
+    public init(decoding bytes: [UInt8]) throws(WireError) {
+        guard bytes.count <= Announcement.maximumBytes else {
+            throw .tooLong(field: "announcement", length: bytes.count, limit: Announcement.maximumBytes)
+        }
+        var reader = ByteReader(bytes)
+        guard try reader.readBytes(4) == Announcement.magic else { throw .badMagic }
+        let version = try reader.readUInt8()
+        guard version == Self.version else { throw .unsupportedVersion(version) }
+        let kind = try reader.readUInt8()
+        guard kind == Self.kind else { throw .unknownKind(kind) }
+        hint = try reader.readBytes(Self.hintBytes)
+        nonce = try reader.readBytes(Self.nonceBytes)
+        guard reader.remaining >= Self.tagBytes else {
+            throw .truncated(needed: Self.tagBytes, available: reader.remaining)
+        }
+        ciphertext = try reader.readBytes(reader.remaining)
+    }
+
+    /// The version byte of a datagram, to tell clear pairing beacons (1) from sealed announcements (2).
+    public static func version(of bytes: [UInt8]) -> UInt8? {
+        bytes.count > 4 && Array(bytes[0..<4]) == Announcement.magic ? bytes[4] : nil
     }
 }

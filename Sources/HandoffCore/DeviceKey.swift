@@ -37,7 +37,6 @@ public enum SignatureSize {
 public enum SigningContext {
     public static let summary = Array("handoff/summary/v1".utf8)
     public static let announcement = Array("handoff/announce/v1".utf8)
-    public static let fetch = Array("handoff/fetch/v1".utf8)
 }
 
 public enum Hex {

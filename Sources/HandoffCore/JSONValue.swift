@@ -130,3 +130,10 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
     }
     public init(nilLiteral: ()) { self = .null }
 }
+
+extension HandoffError {
+    /// `{"code", "message", "fix"}`, as the local API and `--json` output carry errors.
+    public var json: JSONValue {
+        ["code": .string(code.rawValue), "message": .string(message), "fix": .string(fix)]
+    }
+}

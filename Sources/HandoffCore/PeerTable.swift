@@ -6,6 +6,10 @@ public struct DropCounters: Equatable, Sendable {
     public var expired = 0
     public var replayed = 0
     public var untrusted = 0
+    /// Present/goodbye announcements sent in the clear: only pairing beacons may be.
+    public var unsealed = 0
+    /// Sealed for this host (the hint matched) but failed to decrypt: altered in transit.
+    public var undecryptable = 0
 
     public init() {}
 
@@ -14,6 +18,7 @@ public struct DropCounters: Equatable, Sendable {
             "malformed": .integer(Int64(malformed)), "unsigned": .integer(Int64(unsigned)),
             "badSignature": .integer(Int64(badSignature)), "expired": .integer(Int64(expired)),
             "replayed": .integer(Int64(replayed)), "untrusted": .integer(Int64(untrusted)),
+            "unsealed": .integer(Int64(unsealed)), "undecryptable": .integer(Int64(undecryptable)),
         ])
     }
 }
@@ -60,28 +65,16 @@ public enum PeerEvent: Equatable, Sendable {
     case offerWithdrawn(DeviceKey)
 }
 
-/// The receiving half of discovery, with no I/O: checks each datagram in the
-/// order cheapest-to-refuse first, keeps the peers that pass, and counts every drop.
+/// The receiving half of discovery, with no I/O: checks each (unsealed,
+/// signed) announcement in the order cheapest-to-refuse first, keeps the peers
+/// that pass, and counts every drop.
 public struct PeerTable: Sendable {
     public private(set) var peers: [DeviceKey: Peer] = [:]
     public private(set) var drops = DropCounters()
-    /// Verified but untrusted senders, so `trust FINGERPRINT` can find the full key
-    /// and a newly trusted device is listed at once, not at its next announcement.
-    public private(set) var strangers: [DeviceKey: Stranger] = [:]
-
-    public struct Stranger: Sendable {
-        public var name: String
-        public var lastSeenMillis: UInt64
-        var datagram: [UInt8]
-        var host: String
-        var path: String
-    }
-
     /// The highest announce sequence accepted from each trusted key. Kept when
     /// a peer says goodbye or expires, so its old datagrams cannot bring it back.
     private var highestSequence: [DeviceKey: UInt64] = [:]
 
-    public static let maximumStrangers = 64
     /// Tolerated difference between two hosts' clocks.
     public static let maximumClockSkewMillis: UInt64 = 120_000
 
@@ -116,9 +109,11 @@ public struct PeerTable: Sendable {
         }
         guard isTrusted(announcement.senderKey) else {
             drops.untrusted += 1
-            rememberStranger(announcement.senderKey,
-                             Stranger(name: announcement.name, lastSeenMillis: nowMillis, datagram: datagram, host: host,
-                                      path: path))
+            return []
+        }
+        // Pairing beacons are handled by the daemon, never as peers.
+        guard announcement.kind != .pairing else {
+            drops.malformed += 1
             return []
         }
         let ttlMillis = UInt64(announcement.ttlSeconds) * 1000
@@ -202,14 +197,6 @@ public struct PeerTable: Sendable {
         return .replace(offer)
     }
 
-    private mutating func rememberStranger(_ key: DeviceKey, _ stranger: Stranger) {
-        strangers[key] = stranger
-        if strangers.count > Self.maximumStrangers,
-           let oldest = strangers.min(by: { $0.value.lastSeenMillis < $1.value.lastSeenMillis })?.key {
-            strangers.removeValue(forKey: oldest)
-        }
-    }
-
     /// Drops peers whose TTL has passed.
     public mutating func expire(nowMillis: UInt64) -> [PeerEvent] {
         let gone = peers.values.filter { $0.isExpired(nowMillis: nowMillis) }.map(\.key)
@@ -223,13 +210,9 @@ public struct PeerTable: Sendable {
         return peers.removeValue(forKey: key) == nil ? [] : [.left(key)]
     }
 
-    /// Call after `key` became trusted: its last announcement, if recent, is
-    /// taken as if it had just arrived (every check still applies).
-    public mutating func admitStranger(_ key: DeviceKey, nowMillis: UInt64, verifier: some SignatureVerifying,
-                                       isTrusted: (DeviceKey) -> Bool) -> [PeerEvent] {
-        guard let stranger = strangers.removeValue(forKey: key) else { return [] }
-        return receive(datagram: stranger.datagram, fromHost: stranger.host, path: stranger.path, nowMillis: nowMillis,
-                       verifier: verifier, isTrusted: isTrusted)
+    /// Counts a drop decided outside the table (the sealing layer).
+    public mutating func recordDrop(_ counter: WritableKeyPath<DropCounters, Int>) {
+        drops[keyPath: counter] += 1
     }
 
     public mutating func decline(_ key: DeviceKey, sequence: UInt64) {

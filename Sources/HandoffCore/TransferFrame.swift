@@ -1,64 +1,39 @@
 /// Frames on the transfer socket: `version u8, kind u8, length u32 BE, body`.
-/// The sender opens with a challenge, the receiver answers with a signed fetch
-/// citing the summary it accepted, the sender replies with the payload or a refusal.
+/// The three handshake frames travel in the clear; every other frame travels
+/// only inside the encrypted channel the handshake sets up (Docs/PROTOCOL.md).
 public enum TransferFrame: Equatable, Sendable {
-    case challenge(Challenge)
+    case hello([UInt8])
+    case serverHello([UInt8])
+    case clientAuth([UInt8])
     case fetch(FetchRequest)
     case payload([UInt8])
     case refusal(Refusal)
+    case pairRequest(name: String)
+    case pairCommit(name: String, commitment: [UInt8])
+    case pairNonce([UInt8])
+    case pairReveal([UInt8])
+    case pairConfirm(accepted: Bool)
 
-    public static let version: UInt8 = 1
+    public static let version: UInt8 = 2
     public static let headerBytes = 6
     public static let maximumBodyBytes = ActivityLimits.payloadBytes
+    public static let pairNonceBytes = 32
 
-    enum Kind: UInt8 { case challenge = 1, fetch = 2, payload = 3, refusal = 4 }
-
-    public struct Challenge: Equatable, Sendable {
-        public static let nonceBytes = 32
-        public var nonce: [UInt8]
-        public var serverKey: DeviceKey
-        public init(nonce: [UInt8], serverKey: DeviceKey) {
-            self.nonce = nonce
-            self.serverKey = serverKey
-        }
+    enum Kind: UInt8 {
+        case fetch = 2, payload = 3, refusal = 4, hello = 5, serverHello = 6, clientAuth = 7
+        case pairRequest = 8, pairCommit = 9, pairNonce = 10, pairReveal = 11, pairConfirm = 12
     }
 
-    /// Signed by the receiver over the challenge, so it proves its key and cannot be replayed.
+    /// The receiver cites the summary it accepted; the channel already proves who it is.
     public struct FetchRequest: Equatable, Sendable {
-        public var clientKey: DeviceKey
         public var summarySender: DeviceKey
         public var summarySequence: UInt64
         public var payloadDigest: [UInt8]
-        public var signature: [UInt8]
 
-        public init(clientKey: DeviceKey, summarySender: DeviceKey, summarySequence: UInt64,
-                    payloadDigest: [UInt8], signature: [UInt8] = []) {
-            self.clientKey = clientKey
+        public init(summarySender: DeviceKey, summarySequence: UInt64, payloadDigest: [UInt8]) {
             self.summarySender = summarySender
             self.summarySequence = summarySequence
             self.payloadDigest = payloadDigest
-            self.signature = signature
-        }
-
-        var unsignedBody: [UInt8] {
-            var writer = ByteWriter()
-            writer.write(clientKey.bytes)
-            writer.write(summarySender.bytes)
-            writer.write(summarySequence)
-            writer.write(payloadDigest)
-            return writer.bytes
-        }
-
-        public func signedMessage(for challenge: Challenge) -> [UInt8] {
-            SigningContext.fetch + challenge.nonce + challenge.serverKey.bytes + unsignedBody
-        }
-
-        public mutating func sign(for challenge: Challenge, with signer: some MessageSigning) {
-            signature = signer.signature(for: signedMessage(for: challenge))
-        }
-
-        public func verify(for challenge: Challenge, with verifier: some SignatureVerifying) -> Bool {
-            verifier.isValid(signature: signature, message: signedMessage(for: challenge), key: clientKey)
         }
     }
 
@@ -76,14 +51,20 @@ public enum TransferFrame: Equatable, Sendable {
         let kind: Kind
         var body = ByteWriter()
         switch self {
-        case let .challenge(challenge):
-            kind = .challenge
-            body.write(challenge.nonce)
-            body.write(challenge.serverKey.bytes)
+        case let .hello(bytes):
+            kind = .hello
+            body.write(bytes)
+        case let .serverHello(bytes):
+            kind = .serverHello
+            body.write(bytes)
+        case let .clientAuth(bytes):
+            kind = .clientAuth
+            body.write(bytes)
         case let .fetch(request):
             kind = .fetch
-            body.write(request.unsignedBody)
-            body.write(request.signature)
+            body.write(request.summarySender.bytes)
+            body.write(request.summarySequence)
+            body.write(request.payloadDigest)
         case let .payload(bytes):
             kind = .payload
             body.write(bytes)
@@ -95,6 +76,22 @@ public enum TransferFrame: Equatable, Sendable {
             body.write(code)
             body.write(UInt16(message.count))
             body.write(message)
+        case let .pairRequest(name):
+            kind = .pairRequest
+            Self.writeName(name, into: &body)
+        case let .pairCommit(name, commitment):
+            kind = .pairCommit
+            Self.writeName(name, into: &body)
+            body.write(commitment)
+        case let .pairNonce(nonce):
+            kind = .pairNonce
+            body.write(nonce)
+        case let .pairReveal(nonce):
+            kind = .pairReveal
+            body.write(nonce)
+        case let .pairConfirm(accepted):
+            kind = .pairConfirm
+            body.write(UInt8(accepted ? 1 : 0))
         }
         var writer = ByteWriter(capacity: Self.headerBytes + body.bytes.count)
         writer.write(Self.version)
@@ -104,7 +101,21 @@ public enum TransferFrame: Equatable, Sendable {
         return writer.bytes
     }
 
-    /// Parses the 6-byte header; returns the body length to read next.
+    private static func writeName(_ name: String, into body: inout ByteWriter) {
+        let bytes = Array(name.utf8Prefix(maxBytes: Summary.nameBytes).utf8)
+        body.write(UInt8(bytes.count))
+        body.write(bytes)
+    }
+
+    private static func readName(_ reader: inout ByteReader) throws(WireError) -> String {
+        let length = Int(try reader.readUInt8())
+        guard length <= Summary.nameBytes else { throw .tooLong(field: "device name", length: length, limit: Summary.nameBytes) }
+        let name = try reader.readUTF8(length)
+        guard !Activity.containsUnsafeCharacters(name) else { throw .invalidValue("device name contains control characters") }
+        return name
+    }
+
+    /// Parses the 6-byte header; returns the kind and the body length to read next.
     public static func bodyLength(header: [UInt8]) throws(WireError) -> (kind: UInt8, length: Int) {
         var reader = ByteReader(header)
         let version = try reader.readUInt8()
@@ -122,18 +133,16 @@ public enum TransferFrame: Equatable, Sendable {
         guard let kind = Kind(rawValue: rawKind) else { throw .unknownKind(rawKind) }
         var reader = ByteReader(body)
         switch kind {
-        case .challenge:
-            let nonce = try reader.readBytes(Challenge.nonceBytes)
-            let key = DeviceKey(bytes: try reader.readBytes(DeviceKey.byteCount))!
-            self = .challenge(Challenge(nonce: nonce, serverKey: key))
+        case .hello, .serverHello, .clientAuth:
+            // Fixed sizes, checked by the handshake; bounded here so nothing large is held.
+            guard body.count <= 256 else { throw .tooLong(field: "handshake message", length: body.count, limit: 256) }
+            self = kind == .hello ? .hello(body) : kind == .serverHello ? .serverHello(body) : .clientAuth(body)
+            return
         case .fetch:
-            let client = DeviceKey(bytes: try reader.readBytes(DeviceKey.byteCount))!
             let sender = DeviceKey(bytes: try reader.readBytes(DeviceKey.byteCount))!
             let sequence = try reader.readUInt64BE()
             let digest = try reader.readBytes(Summary.digestBytes)
-            let signature = try reader.readBytes(SignatureSize.ed25519)
-            self = .fetch(FetchRequest(clientKey: client, summarySender: sender, summarySequence: sequence,
-                                       payloadDigest: digest, signature: signature))
+            self = .fetch(FetchRequest(summarySender: sender, summarySequence: sequence, payloadDigest: digest))
         case .payload:
             self = .payload(body)
             return
@@ -146,6 +155,19 @@ public enum TransferFrame: Equatable, Sendable {
             let message = try reader.readUTF8(messageLength)
             // An unknown code from a newer peer still fails closed, as an internal error.
             self = .refusal(Refusal(code: HandoffError.Code(rawValue: codeText) ?? .internal, message: message))
+        case .pairRequest:
+            self = .pairRequest(name: try Self.readName(&reader))
+        case .pairCommit:
+            let name = try Self.readName(&reader)
+            self = .pairCommit(name: name, commitment: try reader.readBytes(32))
+        case .pairNonce:
+            self = .pairNonce(try reader.readBytes(Self.pairNonceBytes))
+        case .pairReveal:
+            self = .pairReveal(try reader.readBytes(Self.pairNonceBytes))
+        case .pairConfirm:
+            let flag = try reader.readUInt8()
+            guard flag <= 1 else { throw .invalidValue("confirmation must be 0 or 1") }
+            self = .pairConfirm(accepted: flag == 1)
         }
         try reader.expectEnd()
     }

@@ -43,6 +43,14 @@ public final class Identity: MessageSigning, @unchecked Sendable {
 
     public var deviceID: DeviceID { Ed25519.deviceID(of: publicKey) }
 
+    /// The X25519 form of the secret key, for key agreement with paired devices.
+    /// Derived on each use so that only one copy of the secret lives in memory.
+    func x25519Secret() -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: X25519.keyBytes)
+        _ = crypto_sign_ed25519_sk_to_curve25519(&out, secretKey.baseAddress!)
+        return out
+    }
+
     public func signature(for message: [UInt8]) -> [UInt8] {
         var signature = [UInt8](repeating: 0, count: Int(crypto_sign_BYTES))
         _ = crypto_sign_detached(&signature, nil, message, UInt64(message.count), secretKey.baseAddress!)

@@ -38,10 +38,8 @@ extension Daemon {
         switch observation {
         case let .announcement(bytes, host, path):
             let before = peers.drops
-            let events = peers.receive(datagram: bytes, fromHost: host, path: path.rawValue, nowMillis: now,
-                                       verifier: verifier, isTrusted: trust.contains)
+            receiveAnnouncement(bytes, from: host, path: path, nowMillis: now)
             if peers.drops != before { log.debug("dropped announcement from \(host) (\(path.rawValue)): \(peers.drops.json.encodedLine())") }
-            emit(events)
         case let .serviceFound(sighting):
             var known = sightings[sighting.instance, default: []]
             known.removeAll { $0.host == sighting.host }
@@ -56,6 +54,56 @@ extension Daemon {
             sightings.removeAll()
             refreshUnicastTargets(announceToNew: false)
         }
+    }
+
+    /// Sealed announcements are opened with the pair key their hint points to;
+    /// clear ones may only be pairing beacons.
+    func receiveAnnouncement(_ bytes: [UInt8], from host: String, path: DiscoveryPathName, nowMillis now: UInt64) {
+        switch SealedAnnouncement.version(of: bytes) {
+        case SealedAnnouncement.version:
+            guard let sealed = try? SealedAnnouncement(decoding: bytes) else { return peers.recordDrop(\.malformed) }
+            refreshHints(nowMillis: now)
+            guard let sender = hintTable[sealed.hint], let pairKey = pairKey(for: sender) else {
+                return peers.recordDrop(\.untrusted)
+            }
+            guard let inner = AnnouncementSeal.open(sealed, pairKey: pairKey) else { return peers.recordDrop(\.undecryptable) }
+            // The inner announcement must come from the key the seal belongs to.
+            guard (try? ReceivedAnnouncement(decoding: inner))?.announcement.senderKey == sender else {
+                return peers.recordDrop(\.badSignature)
+            }
+            emit(peers.receive(datagram: inner, fromHost: host, path: path.rawValue, nowMillis: now,
+                               verifier: verifier, isTrusted: trust.contains))
+        case Announcement.version:
+            guard let received = try? ReceivedAnnouncement(decoding: bytes) else { return peers.recordDrop(\.malformed) }
+            guard received.announcement.kind == .pairing else { return peers.recordDrop(\.unsealed) }
+            guard received.verify(with: verifier) else { return peers.recordDrop(received.signature == nil ? \.unsigned : \.badSignature) }
+            notePairingBeacon(received.announcement, from: host, nowMillis: now)
+        default:
+            peers.recordDrop(\.malformed)
+        }
+    }
+
+    /// Rebuilds the hint table when the period turns or the trusted set changes.
+    func refreshHints(nowMillis: UInt64, force: Bool = false) {
+        let epoch = ServiceRecord.epoch(wallClockMillis: nowMillis)
+        guard force || epoch != hintEpoch else { return }
+        hintEpoch = epoch
+        var table: [[UInt8]: DeviceKey] = [:]
+        for key in trust.entries.keys {
+            guard let pairKey = pairKey(for: key) else { continue }
+            for candidate in [epoch &- 1, epoch, epoch &+ 1] {
+                table[AnnouncementSeal.hint(pairKey: pairKey, sender: key, epoch: candidate)] = key
+            }
+        }
+        hintTable = table
+    }
+
+    /// Called after pairing or untrusting: new keys, new hints, new targets, and peers told at once.
+    func trustChanged() {
+        pairKeys = pairKeys.filter { trust.contains($0.key) }
+        refreshHints(nowMillis: wallClockMillis(), force: true)
+        refreshUnicastTargets(announceToNew: false)
+        announce()
     }
 
     /// Which trusted device published each sighting, by its rotating token.
@@ -76,7 +124,7 @@ extension Daemon {
     /// a device found just now gets our announcement at once.
     func refreshUnicastTargets(announceToNew: Bool) {
         guard let unicast else { return }
-        let targets = recognisedSightings(nowMillis: wallClockMillis()).map { ($0.sighting.host, $0.sighting.port) }
+        let targets = recognisedSightings(nowMillis: wallClockMillis()).map { ($0.key, $0.sighting.host, $0.sighting.port) }
         unicast.setTargets(targets)
         if announceToNew && !targets.isEmpty { announce() }
     }

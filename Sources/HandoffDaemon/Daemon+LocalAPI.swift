@@ -51,7 +51,7 @@ extension Daemon {
     }
 
     static func reply(id: JSONValue?, error: HandoffError) -> JSONValue {
-        ["id": id ?? .null, "ok": false, "error": errorJSON(error)]
+        ["id": id ?? .null, "ok": false, "error": error.json]
     }
 
     /// Returns nil when the reply was already sent (subscribe).
@@ -83,8 +83,10 @@ extension Daemon {
         case "list":
             return ["peers": .array(peerList())]
         case "accept":
-            let (peer, activity) = try await accept(try reference(fields))
-            return ["peer": .string(peer.deviceID.description), "name": .string(peer.name), "activity": activity.json]
+            let (peer, activity, timing) = try await accept(try reference(fields))
+            return ["peer": .string(peer.deviceID.description), "name": .string(peer.name), "activity": activity.json,
+                    "handshakeMillis": .integer(Int64(timing.handshakeMillis)),
+                    "transferMillis": .integer(Int64(timing.transferMillis))]
         case "decline":
             let peer = try peers.resolve(try reference(fields))
             guard let offer = peer.visibleOffer(nowMillis: wallClockMillis()) else {
@@ -98,8 +100,30 @@ extension Daemon {
         case "id":
             return ["deviceId": .string(deviceID.description), "publicKey": .string(identity.publicKey.hex),
                     "name": .string(configuration.name)]
-        case "trust":
-            return try trustRequest(fields)
+        case "pair":
+            let result = await startPairing(reference: fields["peer"]?.stringValue, address: fields["address"]?.stringValue)
+            return try pairingOffer(result.get())
+        case "pairListen":
+            let seconds = Int(clamping: fields["timeoutSeconds"]?.integerValue ?? 120)
+            guard (1...3600).contains(seconds) else { throw .invalidRequest("\"timeoutSeconds\" must be 1 to 3600.") }
+            return try pairingOffer(await listenForPairing(seconds: seconds).get())
+        case "pairConfirm":
+            guard let session = fields["session"]?.integerValue, let accept = fields["accept"]?.boolValue else {
+                throw .invalidRequest("pairConfirm needs \"session\" (from pair or pairListen) and \"accept\" (true or false).")
+            }
+            let offer = try await confirmPairing(session: Int(clamping: session), accept: accept).get()
+            return ["paired": true, "peer": .string(Ed25519.deviceID(of: offer.key).description), "name": .string(offer.name)]
+        case "pairable":
+            return ["devices": .array(pairableDevices().map {
+                ["peer": .string(Ed25519.deviceID(of: $0.key).description), "name": .string($0.name), "host": .string($0.host)]
+            })]
+        case "devices":
+            let inRange = Set(peers.peers.keys)
+            return ["devices": .array(trust.entries.values.sorted { $0.name < $1.name }.map {
+                ["peer": .string(Ed25519.deviceID(of: $0.key).description), "name": .string($0.name),
+                 "publicKey": .string($0.key.hex), "pairedAtMillis": .integer(Int64(clamping: $0.addedAtMillis)),
+                 "inRange": .bool(inRange.contains($0.key))]
+            })]
         case "untrust":
             return try untrustRequest(fields)
         case "subscribe":
@@ -109,7 +133,7 @@ extension Daemon {
             _ = sink.send(["id": id ?? .null, "ok": true, "result": ["subscribed": true]])
             return nil
         default:
-            throw .invalidRequest("Unknown op '\(op)'. Known: publish, becomeCurrent, resign, invalidate, list, accept, decline, status, id, trust, untrust, subscribe.")
+            throw .invalidRequest("Unknown op '\(op)'. Known: publish, becomeCurrent, resign, invalidate, list, accept, decline, status, id, pair, pairListen, pairConfirm, pairable, devices, untrust, subscribe.")
         }
     }
 
@@ -183,37 +207,9 @@ extension Daemon {
                 "trustedServicesSeen": .integer(Int64(Set(recognised.map(\.sighting.instance)).count))]
     }
 
-    private func trustRequest(_ fields: [String: JSONValue]) throws(HandoffError) -> JSONValue {
-        let key: DeviceKey
-        var name = fields["name"]?.stringValue ?? ""
-        if let hex = fields["key"]?.stringValue {
-            guard let parsed = DeviceKey(hex: hex) else {
-                throw .invalidRequest("\"key\" must be 64 hexadecimal characters (the output of 'handoff-peer id --key').")
-            }
-            key = parsed
-        } else if let text = fields["deviceId"]?.stringValue {
-            guard let wanted = DeviceID(parsing: text) else {
-                throw HandoffError(.invalidRequest, "'\(text)' is not a device id.",
-                                   fix: "Copy the 16-character id shown by 'handoff-peer id' on the other host, e.g. K7QM-2XPA-9D3F-H6RT.")
-            }
-            guard let found = peers.strangers.first(where: { Ed25519.deviceID(of: $0.key) == wanted }) else {
-                throw HandoffError(.notFound, "No device with id \(wanted) has announced itself on this network recently.",
-                                   fix: "Start handoffd on that host and try again within a minute, or trust its full key: run 'handoff-peer id --key' there and 'handoff-peer trust KEY' here.")
-            }
-            key = found.key
-            if name.isEmpty { name = found.value.name }
-        } else {
-            throw .invalidRequest("trust needs \"key\" (hex public key) or \"deviceId\".")
-        }
-        guard key != identity.publicKey else {
-            throw HandoffError(.invalidRequest, "That is this device's own key.", fix: "Trust the other host's key, shown by 'handoff-peer id' there.")
-        }
-        try trust.add(key, name: name, nowMillis: wallClockMillis())
-        emit(peers.admitStranger(key, nowMillis: wallClockMillis(), verifier: verifier, isTrusted: trust.contains))
-        refreshUnicastTargets(announceToNew: true)
-        let id = Ed25519.deviceID(of: key)
-        log.info("now trusting \(id)")
-        return ["deviceId": .string(id.description), "publicKey": .string(key.hex)]
+    private func pairingOffer(_ offer: PairingState.Offer) -> JSONValue {
+        ["session": .integer(Int64(offer.session)), "code": .string(offer.code), "name": .string(offer.name),
+         "peer": .string(Ed25519.deviceID(of: offer.key).description)]
     }
 
     private func untrustRequest(_ fields: [String: JSONValue]) throws(HandoffError) -> JSONValue {
@@ -224,7 +220,7 @@ extension Daemon {
         }
         try trust.remove(entry.key)
         emit(peers.remove(entry.key))
-        refreshUnicastTargets(announceToNew: false)
+        trustChanged()
         log.info("no longer trusting \(Ed25519.deviceID(of: entry.key))")
         return ["untrusted": .string(Ed25519.deviceID(of: entry.key).description)]
     }

@@ -31,6 +31,12 @@ public actor Daemon {
     /// mDNS sightings by instance name (one per address family and link).
     var sightings: [String: [ServiceSighting]] = [:]
     var publishedEpoch: UInt64?
+    /// Pair keys with every trusted device, and the hints under which each
+    /// device's sealed announcements arrive in the current periods.
+    var pairKeys: [DeviceKey: [UInt8]] = [:]
+    var hintTable: [[UInt8]: DeviceKey] = [:]
+    var hintEpoch: UInt64?
+    var pairing = PairingState()
     var transferListener: StreamListener?
     var apiListener: StreamListener?
     var transferPort: UInt16 = 0
@@ -138,18 +144,41 @@ public actor Daemon {
 
     // MARK: - Announcing
 
+    /// Sends this host's signed announcement sealed to each paired device, and a
+    /// clear pairing beacon while pairing is open.
     func announce(kind: Announcement.Kind = .present) {
         announceSequence = max(announceSequence + 1, wallClockMillis())
+        let now = wallClockMillis()
         let announcement = Announcement(kind: kind, senderKey: identity.publicKey, sequence: announceSequence,
-                                        timestampMillis: wallClockMillis(), transferPort: transferPort,
+                                        timestampMillis: now, transferPort: transferPort,
                                         ttlSeconds: configuration.peerTTLSeconds, name: configuration.name,
                                         summary: kind == .present ? published?.summary : nil)
+        var outgoing: [OutgoingAnnouncement] = []
         do {
-            let datagram = try announcement.signedDatagram(by: identity)
-            for path in discoveryPaths { path.announce(datagram) }
+            let inner = try announcement.signedDatagram(by: identity)
+            let epoch = ServiceRecord.epoch(wallClockMillis: now)
+            for key in trust.entries.keys {
+                guard let pairKey = pairKey(for: key) else { continue }
+                outgoing.append(OutgoingAnnouncement(
+                    recipient: key, bytes: AnnouncementSeal.seal(inner, pairKey: pairKey, sender: identity.publicKey, epoch: epoch)))
+            }
+            if kind == .present, isPairingOpen() {
+                var beacon = announcement
+                beacon.kind = .pairing
+                beacon.summary = nil
+                outgoing.append(OutgoingAnnouncement(recipient: nil, bytes: try beacon.signedDatagram(by: identity)))
+            }
         } catch {
             log.error("cannot encode announcement: \(error)")
         }
+        for path in discoveryPaths { path.announce(outgoing) }
+    }
+
+    func pairKey(for key: DeviceKey) -> [UInt8]? {
+        if let cached = pairKeys[key] { return cached }
+        let derived = identity.pairKey(with: key)
+        pairKeys[key] = derived
+        return derived
     }
 
     // MARK: - Publishing

@@ -78,7 +78,7 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
         }
     }
 
-    public func announce(_ datagram: [UInt8]) {
+    public func announce(_ datagrams: [OutgoingAnnouncement]) {
         // mDNS carries no announcements: peers found here get them by unicast (the daemon sends those).
     }
 

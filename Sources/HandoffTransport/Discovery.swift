@@ -33,6 +33,17 @@ public struct ServiceSighting: Sendable, Equatable {
     }
 }
 
+/// A datagram to send: sealed to one paired device, or (a pairing beacon) for anyone.
+public struct OutgoingAnnouncement: Sendable {
+    public var recipient: DeviceKey?
+    public var bytes: [UInt8]
+
+    public init(recipient: DeviceKey?, bytes: [UInt8]) {
+        self.recipient = recipient
+        self.bytes = bytes
+    }
+}
+
 /// One way of finding peers (UDP multicast, Avahi mDNS; BLE later). The
 /// daemon starts each path it is configured for and feeds every observation
 /// into one peer table.
@@ -40,8 +51,8 @@ public protocol DiscoveryPath: AnyObject, Sendable {
     /// Short name for status and logs ("multicast", "mdns").
     var name: String { get }
     func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError)
-    /// Sends this device's signed announcement, if the path carries them.
-    func announce(_ datagram: [UInt8])
+    /// Sends this device's announcements, if the path carries them.
+    func announce(_ datagrams: [OutgoingAnnouncement])
     /// Human-readable state for `status` ("joined 224.0.0.199 and ff02::4846 on eth0").
     var state: String { get }
     func stop()

@@ -43,7 +43,7 @@ public struct StreamFrameChannel: FrameChannel {
 
     public func close() { connection.close() }
 
-    static func lost(_ error: SystemError, peer: String) -> HandoffError {
+    public static func lost(_ error: SystemError, peer: String) -> HandoffError {
         if error.errno == EAGAIN || error.errno == ETIMEDOUT {
             return HandoffError(.timedOut, "The peer at \(peer) stopped answering.",
                                 fix: "Check that the other host is awake and still on the same network, then accept again.")

@@ -84,11 +84,14 @@ public final class MulticastDiscovery: DiscoveryPath {
         }
     }
 
-    public func announce(_ datagram: [UInt8]) {
+    /// Every datagram goes to the groups: sealed ones are readable only by their recipient.
+    public func announce(_ datagrams: [OutgoingAnnouncement]) {
         sockets.withLock { sockets in
             for interface in sockets.interfaces {
-                if sockets.ipv4 >= 0 { sendIPv4(datagram, fd: sockets.ipv4, interface: interface.index) }
-                if sockets.ipv6 >= 0 { sendIPv6(datagram, fd: sockets.ipv6, interface: interface.index) }
+                for datagram in datagrams {
+                    if sockets.ipv4 >= 0 { sendIPv4(datagram.bytes, fd: sockets.ipv4, interface: interface.index) }
+                    if sockets.ipv6 >= 0 { sendIPv6(datagram.bytes, fd: sockets.ipv6, interface: interface.index) }
+                }
             }
         }
     }

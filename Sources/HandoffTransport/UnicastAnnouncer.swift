@@ -16,7 +16,7 @@ public final class UnicastAnnouncer: DiscoveryPath {
     struct State: ~Copyable {
         var ipv4: Int32 = -1
         var ipv6: Int32 = -1
-        var targets: [SocketAddress] = []
+        var targets: [DeviceKey: [SocketAddress]] = [:]
     }
 
     public init(port: UInt16) {
@@ -26,7 +26,7 @@ public final class UnicastAnnouncer: DiscoveryPath {
     public var state: String {
         state_.withLock { state in
             state.ipv6 < 0 && state.ipv4 < 0 ? "closed"
-                : "udp port \(port); sending to \(state.targets.count) peer address(es) found by mDNS"
+                : "udp port \(port); sending to \(state.targets.values.map(\.count).reduce(0, +)) address(es) of \(state.targets.count) paired device(s) found by mDNS"
         }
     }
 
@@ -56,17 +56,24 @@ public final class UnicastAnnouncer: DiscoveryPath {
         }
     }
 
-    /// The peers to send to: addresses of trusted devices resolved by mDNS.
-    public func setTargets(_ hosts: [(host: String, port: UInt16)]) {
-        let addresses = hosts.compactMap { try? SocketAddress(host: $0.host, port: $0.port) }
+    /// Where each paired device can be reached: the addresses mDNS resolved for it.
+    public func setTargets(_ targets: [(key: DeviceKey, host: String, port: UInt16)]) {
+        var addresses: [DeviceKey: [SocketAddress]] = [:]
+        for target in targets {
+            if let address = try? SocketAddress(host: target.host, port: target.port) { addresses[target.key, default: []].append(address) }
+        }
         state_.withLock { $0.targets = addresses }
     }
 
-    public func announce(_ datagram: [UInt8]) {
+    /// Each sealed datagram goes only to its recipient's addresses; beacons are not sent this way.
+    public func announce(_ datagrams: [OutgoingAnnouncement]) {
         state_.withLock { state in
-            for target in state.targets {
-                let fd = target.family == AF_INET6 ? state.ipv6 : state.ipv4
-                if fd >= 0 { DatagramSocket.send(datagram, fd: fd, to: target) }
+            for datagram in datagrams {
+                guard let recipient = datagram.recipient else { continue }
+                for target in state.targets[recipient] ?? [] {
+                    let fd = target.family == AF_INET6 ? state.ipv6 : state.ipv4
+                    if fd >= 0 { DatagramSocket.send(datagram.bytes, fd: fd, to: target) }
+                }
             }
         }
     }

@@ -27,13 +27,25 @@ enum Commands {
         CommandSpec(name: "resign", abstract: "Stop offering the current activity for now."),
         CommandSpec(name: "invalidate", abstract: "End the current activity; it cannot be made current again."),
         CommandSpec(name: "status", abstract: "Show this daemon's identity, discovery, peers and dropped-message counters.", options: [json]),
-        CommandSpec(name: "trust", abstract: "Trust a device: its summaries are listed and it may fetch this host's activities.",
-                    arguments: [.init("DEVICE", help: "The device's public key (64 hex characters, from 'handoff-peer id --key' there) or its device id if it is announcing on this network.")],
-                    options: [.init("name", value: "NAME", help: "A name to remember it by.")]),
-        CommandSpec(name: "untrust", abstract: "Stop trusting a device, at once.",
+        CommandSpec(name: "pair", abstract: "Pair with another host: both show the same six-digit code; confirm it on both.",
+                    arguments: [.init("PEER", optional: true, help: "The host to pair with (name or device id, as it announces while its pairing is open). Leave out on the host that waits.")],
+                    options: [
+                        .init("address", value: "HOST[:PORT]", help: "Connect to this address instead of looking for the host's pairing announcement."),
+                        .init("list", help: "Only list the devices that have pairing open now."),
+                        .init("code", value: "CODE", help: "Confirm only if the code is this one (for scripts: read it on the other screen)."),
+                        .init("yes", help: "Confirm without asking (for scripts and tests)."),
+                        .init("timeout", value: "SECONDS", help: "How long the waiting host keeps pairing open (default 120)."),
+                        json,
+                    ],
+                    discussion: """
+                    Run 'handoff-peer pair' on one host (it waits), then 'handoff-peer pair NAME' on the other.
+                    Both print the same code; confirm on both. Only then does each trust the other.
+                    """),
+        CommandSpec(name: "devices", abstract: "List paired devices.", options: [json]),
+        CommandSpec(name: "untrust", abstract: "Unpair a device, at once: it can no longer see or fetch this host's activities.",
                     arguments: [.init("DEVICE", help: "Device id or public key.")]),
         CommandSpec(name: "id", abstract: "Print this device's id (for people to compare) and public key.",
-                    options: [.init("key", help: "Print only the public key (what 'trust' on another host takes)."), json]),
+                    options: [.init("key", help: "Print only the public key."), json]),
         CommandSpec(name: "watch", abstract: "Stream events: peers appearing and leaving, offers, willContinue, continued, failed.",
                     options: [json]),
     ]

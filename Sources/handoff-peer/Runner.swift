@@ -28,7 +28,8 @@ struct Runner {
             let result = try client.request("invalidate")
             print(result["invalidated"] == .bool(true) ? "Invalidated." : "Nothing to invalidate.")
         case "status": try status()
-        case "trust": try trust()
+        case "pair": return try pair()
+        case "devices": try devices()
         case "untrust":
             let result = try client.request("untrust", ["peer": .string(arguments.positionals[0])])
             print("No longer trusted: \(result["untrusted"]?.stringValue ?? "?").")
@@ -71,8 +72,7 @@ struct Runner {
             result = try client.request("accept", ["peer": .string(reference)])
         } catch where error.code != .daemonUnavailable {
             if wantsJSON {
-                print(JSONValue.object(["continued": false, "error": ["code": .string(error.code.rawValue),
-                    "message": .string(error.message), "fix": .string(error.fix)]]).prettyPrinted())
+                print(JSONValue.object(["continued": false, "error": error.json]).prettyPrinted())
             }
             printError("Failed (\(error.code.rawValue)): \(error.message)\nFix: \(error.fix)")
             return ExitCode.failure
@@ -120,7 +120,7 @@ struct Runner {
         if wantsJSON {
             print(receipt.prettyPrinted())
         } else {
-            print("Offered \(type) (sequence \(receipt["sequence"]?.integerValue ?? 0), \(receipt["payloadBytes"]?.integerValue ?? 0) bytes) to trusted peers.")
+            print("Offered \(type) (sequence \(receipt["sequence"]?.integerValue ?? 0), \(receipt["payloadBytes"]?.integerValue ?? 0) bytes) to paired devices.")
         }
     }
 
@@ -143,7 +143,7 @@ struct Runner {
         for path in status["discovery"]?.arrayValue ?? [] {
             print("Discovery:  \(path["path"]?.stringValue ?? ""): \(path["state"]?.stringValue ?? "")")
         }
-        print("Trusted:    \(status["trustedDevices"]?.integerValue ?? 0) device(s); \(status["peers"]?.integerValue ?? 0) in range")
+        print("Paired:     \(status["trustedDevices"]?.integerValue ?? 0) device(s); \(status["peers"]?.integerValue ?? 0) in range")
         if let current = status["current"], current != .null {
             print("Offering:   \(current["type"]?.stringValue ?? "") (sequence \(current["sequence"]?.integerValue ?? 0))")
         } else {
@@ -157,12 +157,96 @@ struct Runner {
         }
     }
 
-    private func trust() throws(HandoffError) {
-        let device = arguments.positionals[0]
-        var parameters: [String: JSONValue] = DeviceKey(hex: device) != nil ? ["key": .string(device)] : ["deviceId": .string(device)]
-        if let name = arguments.value("name") { parameters["name"] = .string(name) }
-        let result = try client.request("trust", parameters)
-        print("Trusted \(result["deviceId"]?.stringValue ?? device).")
+    private func pair() throws(HandoffError) -> Int32 {
+        if arguments.flag("list") {
+            let devices = try client.request("pairable")["devices"]?.arrayValue ?? []
+            if wantsJSON {
+                print(JSONValue.array(devices).prettyPrinted())
+            } else if devices.isEmpty {
+                print("No device has pairing open. Run 'handoff-peer pair' on the other host.")
+            } else {
+                printTable([["PEER", "NAME", "ADDRESS"]] + devices.map {
+                    [$0["peer"]?.stringValue ?? "?", safe($0["name"]?.stringValue ?? ""), $0["host"]?.stringValue ?? ""]
+                })
+            }
+            return 0
+        }
+        var timeout: Int64 = 120
+        if let text = arguments.value("timeout") {
+            guard let seconds = Int64(text), (1...3600).contains(seconds) else {
+                throw HandoffError(.invalidRequest, "--timeout must be 1 to 3600 seconds.", fix: "For example --timeout 60.")
+            }
+            timeout = seconds
+        }
+        let offer: JSONValue
+        if let peer = arguments.positionals.first ?? arguments.value("address").map({ _ in "" }) {
+            var parameters: [String: JSONValue] = [:]
+            if !peer.isEmpty { parameters["peer"] = .string(peer) }
+            if let address = arguments.value("address") { parameters["address"] = .string(address) }
+            offer = try client.request("pair", parameters)
+        } else {
+            if !wantsJSON { print("Pairing is open for \(timeout) s. On the other host run: handoff-peer pair \(try ownName())") }
+            fflush(nil)
+            offer = try client.request("pairListen", ["timeoutSeconds": .integer(timeout)])
+        }
+        let code = offer["code"]?.stringValue ?? ""
+        let name = safe(offer["name"]?.stringValue ?? "")
+        let shown = String(code.prefix(3)) + " " + String(code.dropFirst(3))
+        if !wantsJSON {
+            print("Pairing with \(name) (\(offer["peer"]?.stringValue ?? "")).")
+            print("Both screens must show the same code:  \(shown)")
+        }
+        let accept: Bool
+        if arguments.flag("yes") {
+            accept = true
+        } else if let expected = arguments.value("code") {
+            accept = expected.filter(\.isNumber) == code
+            if !accept { printError("The code is \(shown), not \(expected): declining.") }
+        } else {
+            print("Do both screens show \(shown)? [y/N] ", terminator: "")
+            fflush(nil)
+            accept = ["y", "yes"].contains((readLine() ?? "").trimmingCharacters(in: .whitespaces).lowercased())
+        }
+        let result: JSONValue
+        do {
+            result = try client.request("pairConfirm", ["session": offer["session"] ?? .null, "accept": .bool(accept)])
+        } catch where error.code != .daemonUnavailable {
+            if wantsJSON {
+                print(JSONValue.object(["paired": false, "code": .string(code), "error": error.json]).prettyPrinted())
+            }
+            printError("Not paired (\(error.code.rawValue)): \(error.message)\nFix: \(error.fix)")
+            return ExitCode.failure
+        }
+        if wantsJSON {
+            print(JSONValue.object(["paired": true, "code": .string(code), "peer": result["peer"] ?? .null,
+                                    "name": result["name"] ?? .null]).prettyPrinted())
+        } else {
+            print("Paired with \(name) (\(result["peer"]?.stringValue ?? "")).")
+        }
+        return 0
+    }
+
+    private func ownName() throws(HandoffError) -> String {
+        try client.request("id")["name"]?.stringValue ?? "this-host"
+    }
+
+    private func devices() throws(HandoffError) {
+        let devices = try client.request("devices")["devices"]?.arrayValue ?? []
+        if wantsJSON {
+            print(JSONValue.array(devices).prettyPrinted())
+            return
+        }
+        guard !devices.isEmpty else {
+            print("No paired devices. Pair with 'handoff-peer pair' (see 'handoff-peer pair --help').")
+            return
+        }
+        var rows = [["PEER", "NAME", "IN RANGE", "PAIRED"]]
+        for device in devices {
+            let paired = Date(timeIntervalSince1970: Double(device["pairedAtMillis"]?.integerValue ?? 0) / 1000)
+            rows.append([device["peer"]?.stringValue ?? "?", safe(device["name"]?.stringValue ?? ""),
+                         device["inRange"] == .bool(true) ? "yes" : "no", paired.formatted(date: .abbreviated, time: .shortened)])
+        }
+        printTable(rows)
     }
 
     private func identity() throws(HandoffError) {
@@ -218,3 +302,4 @@ struct Runner {
         }
     }
 }
+

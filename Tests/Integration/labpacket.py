@@ -7,9 +7,10 @@ uses only the lab's link-local multicast group, never another address.
   capture OUT [--from HOST] [--timeout S]   save the next announcement datagram
   send IN [--mutate KIND]                   multicast a saved datagram, changed by KIND:
       none            exactly as captured (a replay)
-      flip-signature  last byte of the signature flipped (a forgery)
-      flip-title      a byte in the middle of the body flipped (a tampered summary)
-      strip-signature the 64-byte signature removed (unsigned)
+      flip-tag        last byte (the authentication tag) flipped (a forgery)
+      flip-middle     a byte in the middle flipped (a tampered summary)
+      truncate        the last 64 bytes removed
+      clear-v1        replaced by an unsealed version-1 "present" announcement
       garbage         random bytes (malformed)
 """
 import argparse
@@ -17,6 +18,7 @@ import os
 import socket
 import struct
 import sys
+import time
 
 GROUP = "224.0.0.199"
 PORT = 47180
@@ -48,12 +50,16 @@ def capture(out, source, timeout):
 def send(path, mutate):
     with open(path, "rb") as f:
         data = bytearray(f.read())
-    if mutate == "flip-signature":
+    if mutate == "flip-tag":
         data[-1] ^= 0x01
-    elif mutate == "flip-title":
+    elif mutate == "flip-middle":
         data[len(data) // 2] ^= 0x20
-    elif mutate == "strip-signature":
+    elif mutate == "truncate":
         data = data[:-64]
+    elif mutate == "clear-v1":
+        # magic, version 1, kind present, key, sequence, timestamp, port, ttl, empty name, no summary, signature
+        body = b"HNDF" + bytes([1, 1]) + bytes(32) + struct.pack(">QQHH", 1, int(time.time() * 1000), 47181, 15) + b"\x00" + b"\x00\x00"
+        data = bytearray(body + bytes(64))
     elif mutate == "garbage":
         data = bytearray(os.urandom(200))
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -73,7 +79,7 @@ def main():
     s = sub.add_parser("send")
     s.add_argument("file")
     s.add_argument("--mutate", default="none",
-                   choices=["none", "flip-signature", "flip-title", "strip-signature", "garbage"])
+                   choices=["none", "flip-tag", "flip-middle", "truncate", "clear-v1", "garbage"])
     args = parser.parse_args()
     if args.command == "capture":
         capture(args.out, args.source, args.timeout)

@@ -58,7 +58,7 @@ class MDNS(unittest.TestCase):
         lab("up", "laptop-a", "laptop-b", "laptop-c")
         lab("start", "laptop-a", *MDNS_ONLY)
         lab("start", "laptop-b", *MDNS_ONLY)
-        lab("trust-all")
+        lab("pair-all", "laptop-a", "laptop-b")
 
     @classmethod
     def tearDownClass(cls):

@@ -36,11 +36,8 @@ class TwoHosts(unittest.TestCase):
         lab("up", "laptop-a", "laptop-b", "laptop-c")
         for host in ("laptop-a", "laptop-b"):
             lab("start", host, *DAEMON_ARGS)
-        # a and b trust each other; c is a stranger to both.
-        key_a = peer("laptop-a", "id", "--key").stdout.strip()
-        key_b = peer("laptop-b", "id", "--key").stdout.strip()
-        peer("laptop-b", "trust", key_a)
-        peer("laptop-a", "trust", key_b)
+        # a and b are paired; c is a stranger to both.
+        lab("pair-all", "laptop-a", "laptop-b")
         wait_until("b to see a", lambda: listed("laptop-b", "laptop-a"))
 
     @classmethod
@@ -114,38 +111,38 @@ class TwoHosts(unittest.TestCase):
         self.assertEqual(large.returncode, 0)
         self.assertIn("3 KB", large.stderr)
 
-    def test_4_forged_replayed_unsigned_and_garbage_announcements_are_dropped(self):
+    def test_4_forged_replayed_clear_and_garbage_announcements_are_dropped(self):
         self.publish(title="Rust atomics, chapter 4")
         with tempfile.TemporaryDirectory() as scratch:
             captured = os.path.join(scratch, "announcement.bin")
+            # a's announcement sealed to b, as anyone on the link can capture it.
             lab("exec", "laptop-c", "python3", PACKET_TOOL, "capture", captured, "--from", "169.254.10.1")
             # Let a newer announcement from a arrive first, so the capture is old news.
             time.sleep(1.5)
-            for mutate, counter in [("flip-signature", "badSignature"), ("flip-title", "badSignature"),
-                                    ("none", "replayed"), ("strip-signature", "unsigned"),
-                                    ("garbage", "malformed")]:
+            for mutate, counter in [("flip-tag", "undecryptable"), ("flip-middle", "undecryptable"),
+                                    ("truncate", "undecryptable"), ("none", "replayed"),
+                                    ("clear-v1", "unsealed"), ("garbage", "malformed")]:
                 before = drops("laptop-b")[counter]
                 lab("exec", "laptop-c", "python3", PACKET_TOOL, "send", captured, "--mutate", mutate)
                 wait_until(f"b to count {mutate} as {counter}", lambda: drops("laptop-b")[counter] > before, timeout=5)
-        # The forged title never made it into b's list.
+        # Nothing forged made it into b's list.
         offer = offer_of("laptop-b", "laptop-a")
         self.assertEqual(offer["title"], "Rust atomics, chapter 4")
 
-    def test_5_stranger_sees_nothing_and_cannot_fetch(self):
+    def test_5_stranger_lists_nothing_and_cannot_pair_uninvited(self):
         self.publish()
         lab("start", "laptop-c", *DAEMON_ARGS)
         try:
-            # b does not trust c: c is never listed, and its announcements are counted as untrusted.
-            wait_until("b to count c as untrusted", lambda: drops("laptop-b")["untrusted"] > 0)
+            # c hears a's sealed announcements but has no key for them.
+            wait_until("c to count sealed datagrams it cannot read", lambda: drops("laptop-c")["untrusted"] > 0)
+            self.assertEqual(peer_json("laptop-c", "list"), [])
             self.assertFalse(listed("laptop-b", "laptop-c"))
-            # c trusts a, so c lists a's offer, but a does not trust c: the fetch is refused with `trust`.
-            key_a = peer("laptop-a", "id", "--key").stdout.strip()
-            peer("laptop-c", "trust", key_a)
-            wait_until("c to list a's offer", lambda: offer_of("laptop-c", "laptop-a"))
-            refused = peer("laptop-c", "accept", "laptop-a", "--json", check=False)
+            # a has not opened pairing: c is refused.
+            refused = peer("laptop-c", "pair", "--address", "169.254.10.1", "--yes", check=False)
             self.assertEqual(refused.returncode, 1)
-            self.assertEqual(json.loads(refused.stdout)["error"]["code"], "trust")
-            self.assertGreaterEqual(peer_json("laptop-a", "status")["transfers"]["refused"], 1)
+            self.assertIn("does not have pairing open", refused.stderr)
+            self.assertEqual(peer_json("laptop-a", "devices")[0]["name"], "laptop-b")
+            self.assertEqual(len(peer_json("laptop-a", "devices")), 1)
         finally:
             lab("stop", "laptop-c")
 

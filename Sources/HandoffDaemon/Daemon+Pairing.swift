@@ -1,0 +1,337 @@
+import Foundation
+import HandoffCore
+import HandoffCrypto
+import HandoffTransport
+
+/// Pairing (Docs/SECURITY.md, "Pairing"): the responder opens pairing
+/// (`handoff-peer pair`), the initiator connects (`handoff-peer pair NAME`),
+/// both complete the handshake, exchange committed nonces, and show the same
+/// six-digit code; each user confirms on their own screen, and only when both
+/// have confirmed does either store the other's key.
+struct PairingState {
+    /// A device announcing that it can be paired, heard in its clear beacon.
+    struct Beacon {
+        var key: DeviceKey
+        var name: String
+        var host: String
+        var port: UInt16
+        var seenMillis: UInt64
+        var ttlMillis: UInt64
+    }
+
+    struct Offer: Sendable {
+        var session: Int
+        var code: String
+        var name: String
+        var key: DeviceKey
+    }
+
+    struct Session {
+        var peer: Offer?
+        var ready: CheckedContinuation<Result<Offer, HandoffError>, Never>?
+        var decision: CheckedContinuation<Bool, Never>?
+        var decided: Bool?
+        var finish: CheckedContinuation<Result<Offer, HandoffError>, Never>?
+        var outcome: Result<Offer, HandoffError>?
+    }
+
+    var beacons: [DeviceKey: Beacon] = [:]
+    var sessions: [Int: Session] = [:]
+    var nextSession = 0
+    /// `pairListen` requests waiting for a device to ask.
+    var listeners: [Int: CheckedContinuation<Result<Offer, HandoffError>, Never>] = [:]
+    var nextListener = 0
+    var openUntilMillis: UInt64 = 0
+
+    static let decisionTimeoutSeconds = 120
+    static let maximumBeacons = 32
+}
+
+extension Daemon {
+    func isPairingOpen() -> Bool {
+        !pairing.listeners.isEmpty && pairing.openUntilMillis > wallClockMillis()
+    }
+
+    func notePairingBeacon(_ beacon: Announcement, from host: String, nowMillis: UInt64) {
+        let ttl = UInt64(beacon.ttlSeconds) * 1000
+        guard beacon.timestampMillis + PeerTable.maximumClockSkewMillis > nowMillis,
+              beacon.timestampMillis <= nowMillis + PeerTable.maximumClockSkewMillis else {
+            return peers.recordDrop(\.expired)
+        }
+        pairing.beacons[beacon.senderKey] = .init(key: beacon.senderKey, name: beacon.name, host: host,
+                                                  port: beacon.transferPort, seenMillis: nowMillis, ttlMillis: ttl)
+        if pairing.beacons.count > PairingState.maximumBeacons,
+           let oldest = pairing.beacons.values.min(by: { $0.seenMillis < $1.seenMillis }) {
+            pairing.beacons.removeValue(forKey: oldest.key)
+        }
+    }
+
+    /// Devices that can be paired right now, for `pair` without a name.
+    func pairableDevices() -> [PairingState.Beacon] {
+        let now = wallClockMillis()
+        return pairing.beacons.values.filter { $0.seenMillis + $0.ttlMillis > now }.sorted { $0.name < $1.name }
+    }
+
+    // MARK: - Local API
+
+    /// `pairListen`: opens pairing for `seconds` and returns once a device asks, with the code to compare.
+    func listenForPairing(seconds: Int) async -> Result<PairingState.Offer, HandoffError> {
+        pairing.nextListener += 1
+        let id = pairing.nextListener
+        pairing.openUntilMillis = max(pairing.openUntilMillis, wallClockMillis() + UInt64(seconds) * 1000)
+        log.info("pairing open for \(seconds) s")
+        return await withCheckedContinuation { continuation in
+            pairing.listeners[id] = continuation
+            announce()
+            Task {
+                try? await Task.sleep(for: .seconds(seconds))
+                self.closeListener(id)
+            }
+        }
+    }
+
+    private func closeListener(_ id: Int) {
+        guard let listener = pairing.listeners.removeValue(forKey: id) else { return }
+        listener.resume(returning: .failure(HandoffError(.timedOut, "No device asked to pair.",
+            fix: "On the other host run 'handoff-peer pair \(configuration.name)' while this one waits.")))
+        if pairing.listeners.isEmpty { pairing.openUntilMillis = 0 }
+    }
+
+    /// `pair`: connects to a device that has pairing open and returns the code to compare.
+    func startPairing(reference: String?, address: String?) async -> Result<PairingState.Offer, HandoffError> {
+        let target: (hosts: [String], port: UInt16, name: String)
+        do throws(HandoffError) {
+            target = try pairingTarget(reference: reference, address: address)
+        } catch {
+            return .failure(error)
+        }
+        pairing.nextSession += 1
+        let id = pairing.nextSession
+        pairing.sessions[id] = PairingState.Session()
+        let (identity, timeout, ownName) = (identity, configuration.transferTimeoutMillis, configuration.name)
+        log.info("pairing with \(target.name)")
+        return await withCheckedContinuation { continuation in
+            pairing.sessions[id]?.ready = continuation
+            let thread = Thread { [self] in
+                do throws(HandoffError) {
+                    let channel = try Daemon.connect(hosts: target.hosts, port: target.port, peerName: target.name,
+                                                     identity: identity, purpose: .pair, timeoutMillis: timeout)
+                    defer { channel.close() }
+                    try initiatePairing(over: channel, session: id, ownName: ownName, peerName: target.name)
+                } catch {
+                    waitFor { await self.pairingEnded(id, .failure(error)) }
+                }
+            }
+            thread.name = "pairing"
+            thread.start()
+        }
+    }
+
+    private func pairingTarget(reference: String?, address: String?) throws(HandoffError) -> (hosts: [String], port: UInt16, name: String) {
+        if let address {
+            let (host, port) = try Self.parseAddress(address)
+            return ([host], port, reference ?? address)
+        }
+        let candidates = pairableDevices()
+        let matches: [PairingState.Beacon]
+        if let reference {
+            let prefix = DeviceID.normalize(reference) ?? ""
+            matches = candidates.filter {
+                $0.name == reference || (prefix.count >= 4 && Ed25519.deviceID(of: $0.key).compact.hasPrefix(prefix))
+            }
+        } else {
+            matches = candidates
+        }
+        guard matches.count == 1, let beacon = matches.first else {
+            let names = candidates.map { "\($0.name) (\(Ed25519.deviceID(of: $0.key)))" }.joined(separator: ", ")
+            if matches.isEmpty {
+                throw HandoffError(.notFound, reference.map { "No device named '\($0)' has pairing open." } ?? "No device has pairing open.",
+                                   fix: "Run 'handoff-peer pair' on the other host first (it waits), then run this again"
+                                        + (names.isEmpty ? "; or give its address with --address." : ". Pairable now: \(names)."))
+            }
+            throw HandoffError(.ambiguous, "More than one device has pairing open: \(names).", fix: "Name the one to pair with.")
+        }
+        return ([beacon.host], beacon.port, beacon.name)
+    }
+
+    /// HOST, HOST:PORT, or [IPV6]:PORT; the port defaults to 47181.
+    static func parseAddress(_ text: String) throws(HandoffError) -> (String, UInt16) {
+        let invalid = HandoffError(.invalidRequest, "'\(text)' is not an address.",
+                                   fix: "Give a numeric address: 169.254.10.2, 169.254.10.2:47181 or [fe80::1%eth0]:47181.")
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { throw invalid }
+            let host = String(text[text.index(after: text.startIndex)..<close])
+            let rest = text[text.index(after: close)...]
+            guard rest.isEmpty || rest.hasPrefix(":"), let port = rest.isEmpty ? 47181 : UInt16(rest.dropFirst()) else { throw invalid }
+            return (host, port)
+        }
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        if parts.count == 2 {
+            guard let port = UInt16(parts[1]) else { throw invalid }
+            return (String(parts[0]), port)
+        }
+        return (text, 47181)
+    }
+
+    /// `pairConfirm`: the local user's answer; returns once both sides have answered.
+    func confirmPairing(session id: Int, accept: Bool) async -> Result<PairingState.Offer, HandoffError> {
+        guard var session = pairing.sessions[id], session.peer != nil else {
+            return .failure(HandoffError(.notFound, "There is no pairing session \(id) waiting for an answer.",
+                                         fix: "Start again with 'handoff-peer pair'."))
+        }
+        if let decision = session.decision {
+            session.decision = nil
+            decision.resume(returning: accept)
+        } else {
+            session.decided = accept
+        }
+        if let outcome = session.outcome {
+            pairing.sessions.removeValue(forKey: id)
+            return outcome
+        }
+        pairing.sessions[id] = session
+        return await withCheckedContinuation { continuation in
+            pairing.sessions[id]?.finish = continuation
+        }
+    }
+
+    // MARK: - Dialog (runs on the connection's thread)
+
+    nonisolated func initiatePairing(over channel: SecureChannel, session id: Int, ownName: String,
+                                     peerName: String) throws(HandoffError) {
+        try channel.send(.pairRequest(name: ownName))
+        let theirName: String
+        let commitment: [UInt8]
+        switch try channel.receive() {
+        case let .pairCommit(name, committed):
+            (theirName, commitment) = (name, committed)
+        case let .refusal(refusal):
+            throw HandoffError(refusal.code, "\(peerName) refused: \(refusal.message).",
+                               fix: "Run 'handoff-peer pair' on \(peerName) first (it waits for this host), then pair again here.")
+        default:
+            throw HandoffError(.payloadInvalid, "Unexpected answer while pairing.", fix: "Make sure both hosts run the same handoff version.")
+        }
+        let nonce = Random.bytes(TransferFrame.pairNonceBytes)
+        try channel.send(.pairNonce(nonce))
+        guard case let .pairReveal(theirNonce) = try channel.receive(),
+              constantTimeEqual(PairingCode.commitment(to: theirNonce), commitment) else {
+            throw HandoffError(.signatureMismatch, "\(peerName)'s pairing nonce does not match its commitment.",
+                               fix: "Do not pair on this network now: someone may be interfering. Try again elsewhere.")
+        }
+        let code = PairingCode.code(transcriptHash: channel.session.transcriptHash, initiatorNonce: nonce, responderNonce: theirNonce)
+        try decideAndConfirm(over: channel, session: id, offer: .init(session: id, code: code, name: theirName, key: channel.session.peerKey))
+    }
+
+    nonisolated func respondToPairing(over channel: SecureChannel) throws(HandoffError) {
+        guard case let .pairRequest(theirName) = try channel.receive() else {
+            throw HandoffError(.payloadInvalid, "Expected a pairing request.", fix: "Make sure both hosts run the same handoff version.")
+        }
+        guard let id = waitFor({ await self.acceptPairingRequest() }) else {
+            try channel.send(.refusal(.init(code: .trust, message: "\(configuration.name) does not have pairing open")))
+            return
+        }
+        do throws(HandoffError) {
+            let nonce = Random.bytes(TransferFrame.pairNonceBytes)
+            try channel.send(.pairCommit(name: configuration.name, commitment: PairingCode.commitment(to: nonce)))
+            guard case let .pairNonce(theirNonce) = try channel.receive() else {
+                throw HandoffError(.payloadInvalid, "Expected the initiator's pairing nonce.", fix: "Make sure both hosts run the same handoff version.")
+            }
+            try channel.send(.pairReveal(nonce))
+            let code = PairingCode.code(transcriptHash: channel.session.transcriptHash, initiatorNonce: theirNonce, responderNonce: nonce)
+            try decideAndConfirm(over: channel, session: id, offer: .init(session: id, code: code, name: theirName, key: channel.session.peerKey))
+        } catch {
+            waitFor { await self.pairingEnded(id, .failure(error)) }
+        }
+    }
+
+    /// Shows the code (through the waiting API request), waits for the local
+    /// user, exchanges confirmations, and records the outcome.
+    private nonisolated func decideAndConfirm(over channel: SecureChannel, session id: Int,
+                                              offer: PairingState.Offer) throws(HandoffError) {
+        let accepted = waitFor { await self.pairingReady(offer) }
+        try channel.send(.pairConfirm(accepted: accepted))
+        guard case let .pairConfirm(theirs) = try channel.receive() else {
+            throw HandoffError(.payloadInvalid, "Expected the other side's confirmation.", fix: "Pair again.")
+        }
+        let outcome: Result<PairingState.Offer, HandoffError>
+        if !accepted {
+            outcome = .failure(HandoffError(.declined, "Pairing with \(offer.name) was declined here.", fix: "Pair again if that was a mistake."))
+        } else if !theirs {
+            outcome = .failure(HandoffError(.declined, "\(offer.name) declined, or its screen showed another code.",
+                                            fix: "If the codes differed, do not pair on this network now; otherwise pair again."))
+        } else {
+            outcome = .success(offer)
+        }
+        waitFor { await self.pairingEnded(id, outcome) }
+    }
+
+    // MARK: - Session bookkeeping (on the actor)
+
+    /// A device asked to pair: take the first waiting `pairListen`, or refuse.
+    func acceptPairingRequest() -> Int? {
+        guard isPairingOpen(), let (listenerID, _) = pairing.listeners.min(by: { $0.key < $1.key }) else { return nil }
+        pairing.nextSession += 1
+        let id = pairing.nextSession
+        pairing.sessions[id] = PairingState.Session(ready: pairing.listeners.removeValue(forKey: listenerID))
+        if pairing.listeners.isEmpty { pairing.openUntilMillis = 0 }
+        return id
+    }
+
+    /// The code is known: hand it to the waiting request, then wait for the user's answer.
+    func pairingReady(_ offer: PairingState.Offer) async -> Bool {
+        guard var session = pairing.sessions[offer.session] else { return false }
+        session.peer = offer
+        session.ready?.resume(returning: .success(offer))
+        session.ready = nil
+        if let decided = session.decided {
+            pairing.sessions[offer.session] = session
+            return decided
+        }
+        pairing.sessions[offer.session] = session
+        return await withCheckedContinuation { continuation in
+            pairing.sessions[offer.session]?.decision = continuation
+            Task {
+                try? await Task.sleep(for: .seconds(PairingState.decisionTimeoutSeconds))
+                self.expireDecision(offer.session)
+            }
+        }
+    }
+
+    private func expireDecision(_ id: Int) {
+        guard let decision = pairing.sessions[id]?.decision else { return }
+        pairing.sessions[id]?.decision = nil
+        decision.resume(returning: false)
+    }
+
+    /// Stores the key on success and reports the outcome to whoever waits for it.
+    func pairingEnded(_ id: Int, _ result: Result<PairingState.Offer, HandoffError>) {
+        var outcome = result
+        if case let .success(offer) = result {
+            do throws(HandoffError) {
+                try trust.add(offer.key, name: offer.name, nowMillis: wallClockMillis())
+                log.info("paired with \(Ed25519.deviceID(of: offer.key))")
+                broadcast(["event": "paired", "peer": .string(Ed25519.deviceID(of: offer.key).description), "name": .string(offer.name)])
+                trustChanged()
+            } catch {
+                outcome = .failure(error)
+            }
+        } else if case let .failure(error) = result {
+            log.info("pairing ended without pairing: \(error.code.rawValue)")
+        }
+        guard var session = pairing.sessions[id] else { return }
+        if let ready = session.ready {
+            ready.resume(returning: outcome)
+            pairing.sessions.removeValue(forKey: id)
+        } else if let finish = session.finish {
+            finish.resume(returning: outcome)
+            pairing.sessions.removeValue(forKey: id)
+        } else {
+            session.outcome = outcome
+            if let decision = session.decision {
+                session.decision = nil
+                decision.resume(returning: false)
+            }
+            pairing.sessions[id] = session
+        }
+    }
+}
