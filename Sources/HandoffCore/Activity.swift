@@ -45,6 +45,20 @@ public enum ActivityLimits {
 extension Activity {
     /// Checks every field; the error names the field and says how to fix it.
     public func validate() throws(HandoffError) {
+        try validateFields()
+        try PropertyListValue.dictionary(userInfo).validate()
+        try Self.checkUserInfoSize(encodedUserInfoSize)
+    }
+
+    static func checkUserInfoSize(_ size: Int) throws(HandoffError) {
+        guard size <= ActivityLimits.userInfoBytes else {
+            throw .init(.payloadTooLarge,
+                        "userInfo encodes to \(size) bytes, over the hard limit of \(ActivityLimits.userInfoBytes).",
+                        fix: "Put large content in a file or URL and send its location in userInfo.")
+        }
+    }
+
+    private func validateFields() throws(HandoffError) {
         try Self.validateType(type)
         try Self.checkText(title, field: "title", limit: ActivityLimits.titleBytes)
         if let targetContentIdentifier {
@@ -52,13 +66,6 @@ extension Activity {
                                limit: ActivityLimits.contentIdentifierBytes)
         }
         if let webpageURL { try Self.validateWebpageURL(webpageURL) }
-        try PropertyListValue.dictionary(userInfo).validate()
-        let size = encodedUserInfoSize
-        guard size <= ActivityLimits.userInfoBytes else {
-            throw .init(.payloadTooLarge,
-                        "userInfo encodes to \(size) bytes, over the hard limit of \(ActivityLimits.userInfoBytes).",
-                        fix: "Put large content in a file or URL and send its location in userInfo.")
-        }
     }
 
     public var encodedUserInfoSize: Int { PropertyListValue.dictionary(userInfo).encoded.count }
@@ -162,6 +169,7 @@ extension Activity {
                         fix: "Ask the sender to shrink the activity's userInfo.")
         }
         var reader = ByteReader(payload)
+        var userInfoStart = 0
         do {
             let version = try reader.readUInt8()
             guard version == Self.payloadVersion else { throw WireError.unsupportedVersion(version) }
@@ -176,6 +184,7 @@ extension Activity {
             let url = flags & Flag.webpageURL != 0 ? try reader.readUTF8(Int(try reader.readUInt16BE())) : nil
             let expiration = flags & Flag.expiration != 0 ? try reader.readUInt64BE() : nil
             let sequence = try reader.readUInt64BE()
+            userInfoStart = reader.offset
             guard case let .dictionary(userInfo) = try PropertyListValue(from: &reader) else {
                 throw WireError.invalidValue("userInfo is not a dictionary")
             }
@@ -187,7 +196,10 @@ extension Activity {
         } catch {
             throw .payloadInvalid("\(error)")
         }
-        try validate()
+        // The decoder already bounded depth and key lengths and refused non-finite
+        // numbers; the userInfo's size is what it consumed, so nothing is re-encoded.
+        try validateFields()
+        try Self.checkUserInfoSize(payload.count - userInfoStart)
     }
 }
 

@@ -48,6 +48,16 @@ public enum TransferFrame: Equatable, Sendable {
     }
 
     public func encoded() -> [UInt8] {
+        let (header, body) = encodedParts()
+        var bytes = header
+        bytes.reserveCapacity(header.count + body.count)
+        bytes += body
+        return bytes
+    }
+
+    /// The 6-byte header and the body, apart, so a large payload is never copied
+    /// into a second buffer just to be sent.
+    public func encodedParts() -> (header: [UInt8], body: [UInt8]) {
         let kind: Kind
         var body = ByteWriter()
         switch self {
@@ -65,9 +75,8 @@ public enum TransferFrame: Equatable, Sendable {
             body.write(request.summarySender.bytes)
             body.write(request.summarySequence)
             body.write(request.payloadDigest)
-        case let .payload(bytes):
-            kind = .payload
-            body.write(bytes)
+        case .payload:
+            kind = .payload // the body is the payload itself, returned below without a copy
         case let .refusal(refusal):
             kind = .refusal
             let code = Array(refusal.code.rawValue.utf8)
@@ -93,11 +102,15 @@ public enum TransferFrame: Equatable, Sendable {
             kind = .pairConfirm
             body.write(UInt8(accepted ? 1 : 0))
         }
-        var writer = ByteWriter(capacity: Self.headerBytes + body.bytes.count)
-        writer.write(Self.version)
+        if case let .payload(bytes) = self { return (Self.header(kind: kind, length: bytes.count), bytes) }
+        return (Self.header(kind: kind, length: body.bytes.count), body.bytes)
+    }
+
+    static func header(kind: Kind, length: Int) -> [UInt8] {
+        var writer = ByteWriter(capacity: headerBytes)
+        writer.write(version)
         writer.write(kind.rawValue)
-        writer.write(UInt32(body.bytes.count))
-        writer.write(body.bytes)
+        writer.write(UInt32(length))
         return writer.bytes
     }
 

@@ -142,9 +142,30 @@ public final class SecretStream: @unchecked Sendable {
 
     public func push(_ plaintext: [UInt8], tag: UInt8) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: plaintext.count + Self.overheadBytes)
-        var length: UInt64 = 0
-        _ = crypto_secretstream_xchacha20poly1305_push(&state, &out, &length, plaintext, UInt64(plaintext.count), nil, 0, tag)
+        plaintext.withUnsafeBytes { input in
+            out.withUnsafeMutableBytes { push(input, tag: tag, into: $0.baseAddress!) }
+        }
         return out
+    }
+
+    /// Encrypts `plaintext` into `output`, which must hold `plaintext.count + overheadBytes` bytes.
+    /// For large transfers: no intermediate arrays.
+    public func push(_ plaintext: UnsafeRawBufferPointer, tag: UInt8, into output: UnsafeMutableRawPointer) {
+        var length: UInt64 = 0
+        _ = crypto_secretstream_xchacha20poly1305_push(&state, output.assumingMemoryBound(to: UInt8.self), &length,
+                                                       plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                                                       UInt64(plaintext.count), nil, 0, tag)
+    }
+
+    /// Decrypts into `output` (room for `ciphertext.count - overheadBytes` bytes); the tag, or nil if inauthentic.
+    public func pull(_ ciphertext: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer) -> UInt8? {
+        guard ciphertext.count >= Self.overheadBytes else { return nil }
+        var length: UInt64 = 0
+        var tag: UInt8 = 0
+        let status = crypto_secretstream_xchacha20poly1305_pull(&state, output.assumingMemoryBound(to: UInt8.self), &length, &tag,
+                                                                ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                                                UInt64(ciphertext.count), nil, 0)
+        return status == 0 ? tag : nil
     }
 
     /// The plaintext and its tag; nil if the record is not the next authentic one.

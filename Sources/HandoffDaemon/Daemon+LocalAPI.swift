@@ -85,8 +85,8 @@ extension Daemon {
         case "accept":
             let (peer, activity, timing) = try await accept(try reference(fields))
             return ["peer": .string(peer.deviceID.description), "name": .string(peer.name), "activity": activity.json,
-                    "handshakeMillis": .integer(Int64(timing.handshakeMillis)),
-                    "transferMillis": .integer(Int64(timing.transferMillis))]
+                    "handshakeMillis": .double((timing.handshakeMillis * 1000).rounded() / 1000),
+                    "transferMillis": .double((timing.transferMillis * 1000).rounded() / 1000)]
         case "decline":
             let peer = try peers.resolve(try reference(fields))
             guard let offer = peer.visibleOffer(nowMillis: wallClockMillis()) else {

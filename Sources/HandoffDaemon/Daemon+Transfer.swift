@@ -68,8 +68,10 @@ extension Daemon {
     // MARK: - Receiver
 
     struct FetchTiming: Sendable {
-        var handshakeMillis: UInt64 = 0
-        var transferMillis: UInt64 = 0
+        /// Connect and handshake.
+        var handshakeMillis: Double = 0
+        /// Request, payload, verification and decoding.
+        var transferMillis: Double = 0
     }
 
     /// Connects to the first reachable address of `hosts` and completes the handshake.
@@ -102,18 +104,19 @@ extension Daemon {
     nonisolated static func fetch(offer: SignedSummary, hosts: [String], port: UInt16, peerName: String,
                                   identity: Identity, timeoutMillis: Int) -> (Result<Activity, HandoffError>, FetchTiming) {
         var timing = FetchTiming()
-        let started = monotonicMillis()
+        let started = monotonicNanos()
         do throws(HandoffError) {
             let channel = try connect(hosts: hosts, port: port, peerName: peerName, identity: identity,
                                       purpose: .fetch, timeoutMillis: timeoutMillis)
             defer { channel.close() }
-            timing.handshakeMillis = monotonicMillis() - started
+            let connected = monotonicNanos()
+            timing.handshakeMillis = Double(connected - started) / 1e6
             guard channel.session.peerKey == offer.summary.senderKey else {
                 throw HandoffError(.trust, "The host at that address is not the device that made the offer.",
                                    fix: "Another device answered on the peer's address; check the network, then accept again.")
             }
             let activity = try exchange(over: channel, offer: offer, identity: identity)
-            timing.transferMillis = monotonicMillis() - started - timing.handshakeMillis
+            timing.transferMillis = Double(monotonicNanos() - connected) / 1e6
             return (.success(activity), timing)
         } catch {
             return (.failure(error), timing)
@@ -177,7 +180,7 @@ extension Daemon {
         }
         switch outcome {
         case let .success(activity):
-            log.info("continued type \(type) from \(peer.deviceID): handshake \(timing.handshakeMillis) ms, transfer \(timing.transferMillis) ms")
+            log.info("continued type \(type) from \(peer.deviceID): handshake \(Int(timing.handshakeMillis)) ms, transfer \(Int(timing.transferMillis)) ms")
             broadcast(["event": "continued", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
                        "activity": activity.json])
             return (peer, activity, timing)

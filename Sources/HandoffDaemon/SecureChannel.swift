@@ -71,53 +71,100 @@ final class SecureChannel: FrameChannel {
     }
 
     func send(_ frame: TransferFrame) throws(HandoffError) {
-        let bytes = frame.encoded()
-        var offset = 0
-        repeat {
-            let end = min(offset + Self.recordPlaintextBytes, bytes.count)
-            let record = sender.push(Array(bytes[offset..<end]), tag: end == bytes.count ? SecretStream.tagPush : SecretStream.tagMessage)
-            var length = ByteWriter()
-            length.write(UInt32(record.count))
-            do {
-                try connection.write(length.bytes + record)
-            } catch {
-                throw StreamFrameChannel.lost(error, peer: connection.remote)
-            }
+        let (header, body) = frame.encodedParts()
+        // The first record carries the header and the start of the body; the rest are body slices.
+        let first = min(body.count, Self.recordPlaintextBytes - header.count)
+        let opening = header + body[0..<first]
+        try write(opening.withUnsafeBytes { makeRecord($0, last: first == body.count) })
+        var offset = first
+        while offset < body.count {
+            let end = min(offset + Self.recordPlaintextBytes, body.count)
+            try write(body.withUnsafeBytes { makeRecord(UnsafeRawBufferPointer(rebasing: $0[offset..<end]), last: end == body.count) })
             offset = end
-        } while offset < bytes.count
+        }
+    }
+
+    /// One allocation per record: the length prefix and the ciphertext written in place.
+    private func makeRecord(_ plaintext: UnsafeRawBufferPointer, last: Bool) -> [UInt8] {
+        let sealedLength = plaintext.count + SecretStream.overheadBytes
+        return [UInt8](unsafeUninitializedCapacity: 4 + sealedLength) { buffer, count in
+            withUnsafeBytes(of: UInt32(sealedLength).bigEndian) { UnsafeMutableRawBufferPointer(buffer).copyMemory(from: $0) }
+            sender.push(plaintext, tag: last ? SecretStream.tagPush : SecretStream.tagMessage,
+                        into: UnsafeMutableRawPointer(buffer.baseAddress! + 4))
+            count = 4 + sealedLength
+        }
+    }
+
+    private func write(_ record: [UInt8]) throws(HandoffError) {
+        do {
+            try connection.write(record)
+        } catch {
+            throw StreamFrameChannel.lost(error, peer: connection.remote)
+        }
+    }
+
+    /// Reads one record; returns the ciphertext.
+    private func readRecord() throws(HandoffError) -> [UInt8] {
+        do {
+            var reader = ByteReader(try connection.read(exactly: 4))
+            let length = Int(try reader.readUInt32BE())
+            guard length >= SecretStream.overheadBytes, length <= Self.recordPlaintextBytes + SecretStream.overheadBytes else {
+                throw HandoffError(.payloadInvalid, "The peer sent a record of \(length) bytes.", fix: "Make sure both hosts run the same handoff version.")
+            }
+            return try connection.read(exactly: length)
+        } catch let error as SystemError {
+            throw StreamFrameChannel.lost(error, peer: connection.remote)
+        } catch let error as HandoffError {
+            throw error
+        } catch {
+            throw HandoffError(.payloadInvalid, "\(error)", fix: "Make sure both hosts run the same handoff version.")
+        }
+    }
+
+    private func inauthentic() -> HandoffError {
+        HandoffError(.signatureMismatch, "A record from \(connection.remote) failed authentication: it was altered, replayed or reordered.",
+                     fix: "Try again; if it repeats, something on the network alters traffic.")
     }
 
     func receive() throws(HandoffError) -> TransferFrame {
-        var frame: [UInt8] = []
-        let limit = TransferFrame.headerBytes + TransferFrame.maximumBodyBytes
-        while true {
-            let record: [UInt8]
-            do {
-                var reader = ByteReader(try connection.read(exactly: 4))
-                let length = Int(try reader.readUInt32BE())
-                guard length >= SecretStream.overheadBytes, length <= Self.recordPlaintextBytes + SecretStream.overheadBytes else {
-                    throw HandoffError(.payloadInvalid, "The peer sent a record of \(length) bytes.", fix: "Make sure both hosts run the same handoff version.")
-                }
-                record = try connection.read(exactly: length)
-            } catch let error as SystemError {
-                throw StreamFrameChannel.lost(error, peer: connection.remote)
-            } catch let error as HandoffError {
-                throw error
-            } catch {
-                throw HandoffError(.payloadInvalid, "\(error)", fix: "Make sure both hosts run the same handoff version.")
+        // The first record starts with the frame header, which says how long the body is:
+        // the body is then decrypted straight into one buffer of that size.
+        let firstRecord = try readRecord()
+        var first = [UInt8](repeating: 0, count: firstRecord.count - SecretStream.overheadBytes)
+        let firstTag = firstRecord.withUnsafeBytes { input in first.withUnsafeMutableBytes { receiver.pull(input, into: $0.baseAddress!) } }
+        guard let firstTag else { throw inauthentic() }
+        let kind: UInt8
+        let length: Int
+        do {
+            (kind, length) = try TransferFrame.bodyLength(header: Array(first.prefix(TransferFrame.headerBytes)))
+        } catch {
+            throw HandoffError(.payloadInvalid, "The peer sent a bad frame: \(error).", fix: "Make sure both hosts run the same handoff version.")
+        }
+        var received = first.count - TransferFrame.headerBytes
+        guard received <= length else { throw HandoffError(.payloadInvalid, "The frame is longer than its header says.", fix: "Make sure both hosts run the same handoff version.") }
+        var body = [UInt8](repeating: 0, count: length)
+        body.withUnsafeMutableBytes { target in
+            first.withUnsafeBytes { source in target.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[TransferFrame.headerBytes...])) }
+        }
+        var tag = firstTag
+        while tag != SecretStream.tagPush {
+            let record = try readRecord()
+            let plaintextCount = record.count - SecretStream.overheadBytes
+            guard received + plaintextCount <= length else {
+                throw HandoffError(.payloadInvalid, "The frame is longer than its header says.", fix: "Make sure both hosts run the same handoff version.")
             }
-            guard let (plaintext, tag) = receiver.pull(record) else {
-                throw HandoffError(.signatureMismatch, "A record from \(connection.remote) failed authentication: it was altered, replayed or reordered.",
-                                   fix: "Try again; if it repeats, something on the network alters traffic.")
+            let pulled = record.withUnsafeBytes { input in
+                body.withUnsafeMutableBytes { receiver.pull(input, into: $0.baseAddress! + received) }
             }
-            frame += plaintext
-            guard frame.count <= limit else {
-                throw HandoffError(.payloadTooLarge, "The peer sent a frame over \(limit) bytes.", fix: "Ask the sender to shrink the activity.")
-            }
-            if tag == SecretStream.tagPush { break }
+            guard let pulled else { throw inauthentic() }
+            tag = pulled
+            received += plaintextCount
+        }
+        guard received == length else {
+            throw HandoffError(.payloadInvalid, "The frame ended \(length - received) bytes short.", fix: "Make sure both hosts run the same handoff version.")
         }
         do {
-            return try TransferFrame(decoding: frame)
+            return try TransferFrame(kind: kind, body: body)
         } catch {
             throw HandoffError(.payloadInvalid, "The peer sent a bad frame: \(error).", fix: "Make sure both hosts run the same handoff version.")
         }

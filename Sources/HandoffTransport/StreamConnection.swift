@@ -14,6 +14,8 @@ public final class StreamConnection: Sendable {
 
     struct ReadState: ~Copyable {
         var buffer: [UInt8] = []
+        /// Reused for every recv: allocating (and zeroing) a fresh one per call costs more than the copy.
+        var scratch = [UInt8](repeating: 0, count: 256 * 1024)
     }
 
     init(fd: Int32, remote: String) {
@@ -113,13 +115,12 @@ public final class StreamConnection: Sendable {
     }
 
     private func fill(_ state: inout ReadState, wanted: Int) throws(SystemError) {
-        let chunk = min(max(wanted, 4096), 1 << 20)
-        var scratch = [UInt8](repeating: 0, count: chunk)
+        let chunk = min(max(wanted, 4096), state.scratch.count)
         let received = try systemCall("recv") {
-            scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            state.scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, chunk, 0) }
         }
         guard received > 0 else { throw SystemError("recv", errno: ECONNRESET) }
-        state.buffer.append(contentsOf: scratch[0..<received])
+        state.buffer.append(contentsOf: state.scratch[0..<received])
     }
 
     /// Stops further sends; the peer sees end of stream once it has read everything.

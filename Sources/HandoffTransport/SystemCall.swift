@@ -43,7 +43,11 @@ public func wallClockMillis() -> UInt64 {
 
 /// Monotonic milliseconds, for measuring durations.
 public func monotonicMillis() -> UInt64 {
+    monotonicNanos() / 1_000_000
+}
+
+public func monotonicNanos() -> UInt64 {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }
