@@ -41,6 +41,7 @@ public final class StreamConnection: Sendable {
             guard error == 0 else { throw SystemError("connect", errno: error) }
         }
         try connection.setBlocking()
+        connection.disableNagle()
         return connection
     }
 
@@ -58,6 +59,13 @@ public final class StreamConnection: Sendable {
     func setBlocking() throws(SystemError) {
         let flags = try systemCall("fcntl") { fcntl(fd, F_GETFL) }
         try systemCall("fcntl") { fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) }
+    }
+
+    /// Sends small writes at once (TCP only). The handshake is several small
+    /// messages in a row; Nagle's algorithm would hold each back for an ACK
+    /// that the peer's delayed-ACK timer sends only after 40 ms.
+    public func disableNagle() {
+        _ = try? setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, Int32(1), "setsockopt(TCP_NODELAY)")
     }
 
     /// Limits how long one read or write may block; 0 means forever.

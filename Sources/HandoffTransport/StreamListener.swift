@@ -85,6 +85,7 @@ public final class StreamListener: Sendable {
                 _ = fcntl(client, F_SETFD, FD_CLOEXEC)
                 let remote = port == 0 ? "local" : SocketAddress(storage: storage, length: length).description
                 let connection = StreamConnection(fd: client, remote: remote)
+                if port != 0 { connection.disableNagle() }
                 let worker = Thread { handler(connection) }
                 worker.name = "\(name) connection"
                 worker.start()
