@@ -164,11 +164,29 @@ import Testing
     }
 
     @Test func unknownKindThrows() {
-        for kind: UInt8 in [0, 3, 0xFF] {
+        for kind: UInt8 in [0, 4, 0xFF] {
             var bytes = Self.presentDatagram
             bytes[Self.kindOffset] = kind
             #expect(throws: WireError.unknownKind(kind)) { try ReceivedAnnouncement(decoding: bytes) }
         }
+    }
+
+    /// Kind 3 is the clear pairing beacon: it parses (and its signature covers the kind).
+    @Test func pairingBeaconsParseAndSign() throws {
+        var beacon = Self.goodbye
+        beacon.kind = .pairing
+        beacon.ttlSeconds = 15
+        let datagram = try beacon.signedDatagram(by: rfcIdentity())
+        #expect(datagram[Self.kindOffset] == 3)
+        let received = try ReceivedAnnouncement(decoding: datagram)
+        #expect(received.announcement == beacon)
+        #expect(received.verify(with: verifier))
+        // The present vector relabelled as a beacon does not verify.
+        var relabelled = Self.presentDatagram
+        relabelled[Self.kindOffset] = 3
+        let forged = try ReceivedAnnouncement(decoding: relabelled)
+        #expect(forged.announcement.kind == .pairing)
+        #expect(!forged.verify(with: verifier))
     }
 
     @Test func nameLimitsAndTextAreChecked() {
@@ -257,5 +275,122 @@ import Testing
             #expect(received.body + (received.signature ?? []) == bytes, "mutation #\(index)")
         }
         #expect(decoded > 0)
+    }
+}
+
+/// The outer codec of sealed announcements (version 2). The sealing itself is
+/// tested in HandoffCryptoTests (AnnouncementSealTests); this vector is the same.
+@Suite struct SealedAnnouncementTests {
+    /// Vectors.md, "Sealed announcement": A's goodbye sealed to B, epoch 1888888, nonce 00 01 … 17.
+    static let hint = hex("ce252c5e3792b6bf")
+    static let nonce = Array(UInt8(0)..<UInt8(24))
+    static let ciphertext = hex("""
+        1782be77f9913beb236b5152bdaab16dc44f562c487abe08b04abd7991d4531f
+        eb55009ea263896ae399b3559f6fbc47a6c531fc52dd5dc7ab3a9ea551d45b5c
+        50169a5c56d47e165889d9ea120bb8ae873aa6c90bd5546dd57a4e2843c6444b
+        967d33800da2e78e27c552d08a25f758587e38bf83d4f418ad69eb6b79472a85
+        22f566cc07bbc0ff34142ec87e0a1765ea9f
+        """)
+    static let header = hex("484e4446 02 01") + hint + nonce
+    static let datagram = header + ciphertext
+
+    @Test func vectorDecodesAndEncodes() throws {
+        #expect(Self.datagram.count == 184)
+        #expect(Self.ciphertext.count == AnnouncementTests.goodbyeDatagram.count + SealedAnnouncement.tagBytes)
+        let sealed = try SealedAnnouncement(decoding: Self.datagram)
+        #expect(sealed.hint == Self.hint)
+        #expect(sealed.nonce == Self.nonce)
+        #expect(sealed.ciphertext == Self.ciphertext)
+        #expect(sealed.header == Self.header)
+        #expect(sealed.header.count == SealedAnnouncement.headerBytes)
+        #expect(SealedAnnouncement.headerBytes == 38)
+        #expect(sealed.encoded == Self.datagram)
+        #expect(SealedAnnouncement(hint: Self.hint, nonce: Self.nonce, ciphertext: Self.ciphertext) == sealed)
+        #expect(SealedAnnouncement.header(hint: Self.hint, nonce: Self.nonce) == Self.header)
+    }
+
+    @Test func versionOfTellsBeaconsFromSealedAnnouncements() {
+        #expect(SealedAnnouncement.version(of: Self.datagram) == 2)
+        #expect(SealedAnnouncement.version(of: AnnouncementTests.presentDatagram) == 1)
+        #expect(SealedAnnouncement.version(of: AnnouncementTests.goodbyeDatagram) == 1)
+        #expect(SealedAnnouncement.version(of: Array("HNDF".utf8) + [7]) == 7)
+        for bytes in [[], [0x48], Array("HND".utf8), Array("HNDF".utf8), Array("hndf".utf8) + [2], Array("GET / HTTP/1.1".utf8)] {
+            #expect(SealedAnnouncement.version(of: bytes) == nil, "\(bytes)")
+        }
+    }
+
+    @Test func everyPrefixShorterThanHeaderAndTagThrows() throws {
+        for length in 0..<(SealedAnnouncement.headerBytes + SealedAnnouncement.tagBytes) {
+            #expect(throws: WireError.self, "prefix \(length)") { try SealedAnnouncement(decoding: Array(Self.datagram.prefix(length))) }
+        }
+        // Longer prefixes are well-formed: only the AEAD can tell they were cut.
+        for length in (SealedAnnouncement.headerBytes + SealedAnnouncement.tagBytes)...Self.datagram.count {
+            let sealed = try SealedAnnouncement(decoding: Array(Self.datagram.prefix(length)))
+            #expect(sealed.ciphertext == Array(Self.ciphertext.prefix(length - SealedAnnouncement.headerBytes)))
+        }
+    }
+
+    @Test func tooShortForTheTagThrows() throws {
+        for length in [0, 1, 15] {
+            #expect(throws: WireError.truncated(needed: 16, available: length)) {
+                try SealedAnnouncement(decoding: Self.header + [UInt8](repeating: 0xEE, count: length))
+            }
+        }
+        // A tag and nothing else: an empty plaintext, as far as the codec can tell.
+        #expect(try SealedAnnouncement(decoding: Self.header + [UInt8](repeating: 0xEE, count: 16)).ciphertext.count == 16)
+        // The header cut inside the hint or the nonce.
+        #expect(throws: WireError.truncated(needed: 8, available: 3)) { try SealedAnnouncement(decoding: Array(Self.header.prefix(9))) }
+        #expect(throws: WireError.truncated(needed: 24, available: 10)) { try SealedAnnouncement(decoding: Array(Self.header.prefix(24))) }
+    }
+
+    @Test func wrongVersionOrKindThrows() {
+        // Version 1 is the clear (signed) form: never taken for a sealed one.
+        for version: UInt8 in [0, 1, 3, 0xFF] {
+            var bytes = Self.datagram
+            bytes[4] = version
+            #expect(throws: WireError.unsupportedVersion(version)) { try SealedAnnouncement(decoding: bytes) }
+        }
+        for kind: UInt8 in [0, 2, 3, 0xFF] {
+            var bytes = Self.datagram
+            bytes[5] = kind
+            #expect(throws: WireError.unknownKind(kind)) { try SealedAnnouncement(decoding: bytes) }
+        }
+        for index in 0..<4 {
+            var bytes = Self.datagram
+            bytes[index] ^= 0x20
+            #expect(throws: WireError.badMagic) { try SealedAnnouncement(decoding: bytes) }
+        }
+        // And the other way: a sealed datagram is not a clear announcement.
+        #expect(throws: WireError.unsupportedVersion(2)) { try ReceivedAnnouncement(decoding: Self.datagram) }
+    }
+
+    @Test func oversizeThrows() throws {
+        let filler = [UInt8](repeating: 0xAB, count: Announcement.maximumBytes - Self.header.count)
+        #expect(try SealedAnnouncement(decoding: Self.header + filler).ciphertext.count == filler.count)
+        #expect(throws: WireError.tooLong(field: "announcement", length: 1201, limit: 1200)) {
+            try SealedAnnouncement(decoding: Self.header + filler + [0])
+        }
+        #expect(throws: WireError.tooLong(field: "announcement", length: 65_535, limit: 1200)) {
+            try SealedAnnouncement(decoding: [UInt8](repeating: 0, count: 65_535))
+        }
+    }
+
+    @Test func randomGarbageThrowsOrDecodesExactly() {
+        for (index, bytes) in randomGarbage(seed: 0x5345_4101, maxLength: 1300).enumerated() {
+            if let sealed = try? SealedAnnouncement(decoding: bytes) {
+                Issue.record("garbage #\(index) decoded: \(sealed)")
+            }
+        }
+        var decoded = 0
+        for (index, tail) in randomGarbage(seed: 0x5345_4102, maxLength: 400).enumerated() {
+            let bytes = Array(Self.header.prefix(6)) + tail
+            guard let sealed = try? SealedAnnouncement(decoding: bytes) else {
+                #expect(tail.count < SealedAnnouncement.hintBytes + SealedAnnouncement.nonceBytes + SealedAnnouncement.tagBytes, "garbage #\(index)")
+                continue
+            }
+            decoded += 1
+            #expect(sealed.encoded == bytes, "garbage #\(index)")
+        }
+        #expect(decoded > 1000)
     }
 }

@@ -47,7 +47,7 @@ extension PeerTable {
 }
 
 private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int = 0, expired: Int = 0,
-                      replayed: Int = 0, untrusted: Int = 0) -> DropCounters {
+                      replayed: Int = 0, untrusted: Int = 0, unsealed: Int = 0, undecryptable: Int = 0) -> DropCounters {
     var drops = DropCounters()
     drops.malformed = malformed
     drops.unsigned = unsigned
@@ -55,6 +55,8 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
     drops.expired = expired
     drops.replayed = replayed
     drops.untrusted = untrusted
+    drops.unsealed = unsealed
+    drops.undecryptable = undecryptable
     return drops
 }
 
@@ -74,7 +76,6 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
         #expect(peer.lastDatagram == bytes)
         #expect(peer.offer == nil)
         #expect(table.drops == DropCounters())
-        #expect(table.strangers.isEmpty)
     }
 
     @Test func newerAnnouncementUpdatesThePeer() throws {
@@ -107,7 +108,6 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
         forged[forged.count - 1] ^= 1
         #expect(table.receive(forged, isTrusted: { _ in true }) == [])
         #expect(table.peers.isEmpty)
-        #expect(table.strangers.isEmpty)
         #expect(table.drops == DropCounters())
     }
 
@@ -134,62 +134,55 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
         #expect(table.peers.isEmpty)
     }
 
-    @Test func untrustedSendersAreRememberedAsStrangers() throws {
+    @Test func untrustedSendersAreOnlyCounted() throws {
         var table = makeTable()
         #expect(table.receive(datagram(mallory, sequence: 1, name: "mallory")) == [])
-        #expect(table.drops == counters(untrusted: 1))
+        #expect(table.receive(datagram(mallory, sequence: 2, name: "mallory", offer: offer(mallory, sequence: 1))) == [])
+        #expect(table.drops == counters(untrusted: 2))
         #expect(table.peers.isEmpty)
-        let stranger = try #require(table.strangers[mallory.publicKey])
-        #expect(stranger.name == "mallory")
-        #expect(stranger.lastSeenMillis == now)
+        // Trusted later (paired): nothing was kept, so it is listed at its next announcement, not before.
+        #expect(table.receive(datagram(mallory, sequence: 3), isTrusted: { _ in true }) == [.appeared(mallory.publicKey)])
+        #expect(table.peers[mallory.publicKey]?.announceSequence == 3)
     }
 
-    @Test func admittedStrangerIsListedAtOnce() throws {
+    /// Clear pairing beacons are for the daemon's pairing code; as peers they are malformed.
+    @Test func pairingBeaconsAreDroppedAsMalformed() throws {
         var table = makeTable()
-        _ = table.receive(datagram(mallory, sequence: 7, name: "mallory", port: 4242), from: hostB, path: "unicast")
+        #expect(table.receive(datagram(alice, kind: .pairing, sequence: 1)) == [])
+        #expect(table.drops == counters(malformed: 1))
         #expect(table.peers.isEmpty)
-        // Trusted now: the remembered announcement goes through every check again.
-        let events = table.admitStranger(mallory.publicKey, nowMillis: now + 1000, verifier: verifier, isTrusted: { _ in true })
-        #expect(events == [.appeared(mallory.publicKey)])
-        #expect(table.strangers.isEmpty)
-        let peer = try #require(table.peers[mallory.publicKey])
-        #expect(peer.name == "mallory")
-        #expect(peer.hosts == [hostB])
-        #expect(peer.transferPort == 4242)
-        #expect(peer.announceSequence == 7)
-        #expect(peer.lastSeenByPath == ["unicast": now + 1000])
-        #expect(table.drops == counters(untrusted: 1))
-        // Nothing more to admit.
-        #expect(table.admitStranger(mallory.publicKey, nowMillis: now, verifier: verifier, isTrusted: { _ in true }) == [])
+        // It did not move the sequence on: a present announcement with the same sequence still gets in.
+        #expect(table.receive(datagram(alice, sequence: 1)) == [.appeared(alice.publicKey)])
+        // From a listed peer, with a newer sequence and an offer: dropped, the peer unchanged.
+        let before = try #require(table.peers[alice.publicKey])
+        #expect(table.receive(datagram(alice, kind: .pairing, sequence: 5, port: 1, offer: offer(alice, sequence: 100))) == [])
+        #expect(table.drops == counters(malformed: 2))
+        let after = try #require(table.peers[alice.publicKey])
+        #expect(after.announceSequence == before.announceSequence)
+        #expect(after.transferPort == before.transferPort)
+        #expect(after.offer == nil)
+        // The cheaper checks still come first: an unsigned, a forged and an untrusted beacon.
+        _ = table.receive(try body(alice, kind: .pairing, sequence: 6).encodedBody())
+        var forged = datagram(alice, kind: .pairing, sequence: 7)
+        forged[forged.count - 1] ^= 1
+        _ = table.receive(forged)
+        _ = table.receive(datagram(mallory, kind: .pairing, sequence: 1))
+        #expect(table.drops == counters(malformed: 2, unsigned: 1, badSignature: 1, untrusted: 1))
     }
 
-    @Test func admittingAStaleOrStillUntrustedStrangerAddsNothing() {
+    @Test func dropsDecidedOutsideTheTableAreCounted() {
         var table = makeTable()
-        _ = table.receive(datagram(mallory, sequence: 1))
-        let late = now + 30_000 + PeerTable.maximumClockSkewMillis
-        #expect(table.admitStranger(mallory.publicKey, nowMillis: late, verifier: verifier, isTrusted: { _ in true }) == [])
+        table.recordDrop(\.unsealed)
+        table.recordDrop(\.undecryptable)
+        table.recordDrop(\.undecryptable)
+        table.recordDrop(\.untrusted)
+        table.recordDrop(\.malformed)
+        table.recordDrop(\.expired)
+        #expect(table.drops == counters(malformed: 1, expired: 1, untrusted: 1, unsealed: 1, undecryptable: 2))
+        // They add to what the table counts itself.
+        _ = table.receive([])
+        #expect(table.drops.malformed == 2)
         #expect(table.peers.isEmpty)
-        #expect(table.drops == counters(expired: 1, untrusted: 1))
-        // Admitted while the trust check still says no: counted again and remembered again.
-        _ = table.receive(datagram(mallory, sequence: 2))
-        #expect(table.admitStranger(mallory.publicKey, nowMillis: now, verifier: verifier, isTrusted: trusted) == [])
-        #expect(table.peers.isEmpty)
-        #expect(table.strangers[mallory.publicKey] != nil)
-        #expect(table.admitStranger(bob.publicKey, nowMillis: now, verifier: verifier, isTrusted: { _ in true }) == [])
-    }
-
-    @Test func strangersAreCapped() throws {
-        var table = makeTable()
-        let strangers = (0..<(PeerTable.maximumStrangers + 1)).map { index in
-            try! Identity(seed: [UInt8](repeating: 0x80, count: 31) + [UInt8(index)])
-        }
-        for (index, stranger) in strangers.enumerated() {
-            _ = table.receive(datagram(stranger, sequence: 1), at: now + UInt64(index))
-        }
-        #expect(table.strangers.count == PeerTable.maximumStrangers)
-        #expect(table.strangers[strangers[0].publicKey] == nil)
-        #expect(table.strangers[strangers.last!.publicKey] != nil)
-        #expect(table.drops.untrusted == PeerTable.maximumStrangers + 1)
     }
 
     @Test func staleAnnouncementsAreExpired() {
@@ -255,19 +248,17 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
     }
 
     @Test func pipelineOrderCheapestRefusalFirst() throws {
-        // Unsigned and untrusted: counted as unsigned, no stranger recorded.
+        // Unsigned and untrusted: counted as unsigned.
         var table = makeTable()
         _ = table.receive(try body(mallory, sequence: 1).encodedBody())
         #expect(table.drops == counters(unsigned: 1))
-        #expect(table.strangers.isEmpty)
 
-        // Badly signed and untrusted: counted as a bad signature, no stranger recorded.
+        // Badly signed and untrusted: counted as a bad signature.
         table = makeTable()
         var forged = datagram(mallory, sequence: 1)
         forged[forged.count - 1] ^= 1
         _ = table.receive(forged)
         #expect(table.drops == counters(badSignature: 1))
-        #expect(table.strangers.isEmpty)
 
         // Untrusted and expired: counted as untrusted.
         table = makeTable()
@@ -337,18 +328,22 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
         }
         // Every change breaks the framing or the signature: nothing gets in, and every datagram is counted.
         #expect(table.peers.isEmpty)
-        #expect(table.strangers.isEmpty)
         #expect(dropped == table.drops.malformed + table.drops.unsigned + table.drops.badSignature)
         #expect(table.drops.malformed > 0)
         #expect(table.drops.badSignature > 0)
         #expect(table.drops.expired + table.drops.replayed + table.drops.untrusted == 0)
+        #expect(table.drops.unsealed + table.drops.undecryptable == 0)
         // The original still gets in afterwards.
         #expect(table.receive(valid) == [.appeared(alice.publicKey), .offerReceived(alice.publicKey)])
     }
 
     @Test func dropCountersAsJSON() {
-        let json = counters(malformed: 1, unsigned: 2, badSignature: 3, expired: 4, replayed: 5, untrusted: 6).json
-        #expect(json == ["malformed": 1, "unsigned": 2, "badSignature": 3, "expired": 4, "replayed": 5, "untrusted": 6])
+        let json = counters(malformed: 1, unsigned: 2, badSignature: 3, expired: 4, replayed: 5, untrusted: 6,
+                            unsealed: 7, undecryptable: 8).json
+        #expect(json == ["malformed": 1, "unsigned": 2, "badSignature": 3, "expired": 4, "replayed": 5, "untrusted": 6,
+                         "unsealed": 7, "undecryptable": 8])
+        #expect(DropCounters().json == ["malformed": 0, "unsigned": 0, "badSignature": 0, "expired": 0, "replayed": 0,
+                                        "untrusted": 0, "unsealed": 0, "undecryptable": 0])
     }
 }
 

@@ -173,7 +173,10 @@ import Testing
         let signed = VectorInputs.signedSummary
         #expect(verifier.isValid(signature: signed.signature, message: SigningContext.summary + signed.body, key: signed.summary.senderKey))
         #expect(!verifier.isValid(signature: signed.signature, message: SigningContext.announcement + signed.body, key: signed.summary.senderKey))
-        #expect(!verifier.isValid(signature: signed.signature, message: SigningContext.fetch + signed.body, key: signed.summary.senderKey))
+        // Nor under the contexts the handshake signs with.
+        for context in ["handoff/handshake-server/v1", "handoff/handshake-client/v1"] {
+            #expect(!verifier.isValid(signature: signed.signature, message: Array(context.utf8) + signed.body, key: signed.summary.senderKey))
+        }
         #expect(!verifier.isValid(signature: signed.signature, message: signed.body, key: signed.summary.senderKey))
         // And the other way: the same body signed under the announcement context is no summary.
         let crossSigned = rfcIdentity().signature(for: SigningContext.announcement + signed.body)

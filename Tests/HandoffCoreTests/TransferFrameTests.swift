@@ -3,48 +3,67 @@ import HandoffCrypto
 import Testing
 
 @Suite struct TransferFrameTests {
-    let verifier = Ed25519()
-
-    static let nonce: [UInt8] = Array(0..<32)
-    static var challenge: TransferFrame.Challenge {
-        TransferFrame.Challenge(nonce: nonce, serverKey: DeviceKey(bytes: rfcPublicKey)!)
-    }
-
-    static let challengeBytes = hex("""
-        01 01 00000040
-        000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
-        d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a
+    // The handshake messages of the handshake vector (Vectors.md, "Handshake"): the
+    // frames carry them opaquely, the handshake checks their sizes.
+    static let hello = hex("02 01 8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a")
+    static let serverHello = hex("""
+        de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f
+        f984c62b8ca884ec5db218b76eca759edf07ac17fb07dfdc14346ff0ac59c63f
+        d41dc800c1786beb61d64fb296276e31ade2434d83bc3bb3cdb9e3d736ca3e36
+        70541b3c65f116666b59778356bddda7f2c8cad6a565fda033d10c5c46ceac6f
+        e9a224973e59820a901bdc389592a68e
+        """)
+    static let clientAuth = hex("""
+        8dc1c3d9e785fef662edf464b531f38ed9db2108e9b16ccbe129dbd65176757e
+        6f56cc60546434a9b2b9e48d75b84bb79f8bbebe115e49eb21afd881a0f6ad83
+        8a1b37538cc7cc7dae6a67513f2ff8fca12cc3e25e4a0b6099a9a4b615cd87fa
+        f07a9ed00ccc89daae83484adb4d8c42
         """)
 
-    /// Made by the RFC 8032 test 2 key (the receiver) for the summary vector.
+    static let helloBytes = hex("02 05 00000022") + hello
+    static let serverHelloBytes = hex("02 06 00000090") + serverHello
+    static let clientAuthBytes = hex("02 07 00000070") + clientAuth
+
+    /// B fetching the summary vector: it cites the summary; the channel proves who B is.
     static var fetch: TransferFrame.FetchRequest {
-        var request = TransferFrame.FetchRequest(clientKey: DeviceKey(bytes: rfcPublicKey2)!,
-                                                 summarySender: DeviceKey(bytes: rfcPublicKey)!,
-                                                 summarySequence: VectorInputs.timestamp,
-                                                 payloadDigest: VectorInputs.payloadDigest)
-        request.sign(for: challenge, with: rfcIdentity2())
-        return request
+        TransferFrame.FetchRequest(summarySender: DeviceKey(bytes: rfcPublicKey)!, summarySequence: VectorInputs.timestamp,
+                                   payloadDigest: VectorInputs.payloadDigest)
     }
 
     static let fetchBytes = hex("""
-        01 02 000000a8
-        3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c
+        02 02 00000048
         d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a
         0000018bcfe56800
         2c8c27a5487834f63e6f0f7ba5d822ac8b52fdbe39ab20af91d104f3ccfcb951
-        5674ba963fb4e8dc1490e8e93eb24b43b8c8ead7dea3dff0df80295dce786169
-        f42b11a9394bd695cb0bfbb27d8ab255d8faf579aa3094a506c46510af6b4506
         """)
 
-    static let payloadBytes = hex("01 03 0000008f") + VectorInputs.payload
+    static let payloadBytes = hex("02 03 0000008f") + VectorInputs.payload
 
-    static let refusalBytes = hex("01 04 00000012 0b 6e6f742d63757272656e74 0004 676f6e65")
+    static let refusalBytes = hex("02 04 00000012 0b 6e6f742d63757272656e74 0004 676f6e65")
     static let refusal = TransferFrame.Refusal(code: .notCurrent, message: "gone")
 
+    // Pairing: the nonces and commitment of the pairing-code vector.
+    static let initiatorNonce = Array(UInt8(0)..<UInt8(32))
+    static let responderNonce = Array(UInt8(32)..<UInt8(64))
+    static let commitment = hex("c6a3ecc47c322446fa71a50943d6ecfeae79835a9297a8923e3837a5e96638b0")
+
+    static let pairRequestBytes = hex("02 08 00000005 04 62657461")
+    static let pairCommitBytes = hex("02 09 00000026 05 616c706861") + commitment
+    static let pairNonceBytes = hex("02 0a 00000020") + initiatorNonce
+    static let pairRevealBytes = hex("02 0b 00000020") + responderNonce
+    static let pairAcceptBytes = hex("02 0c 00000001 01")
+    static let pairDeclineBytes = hex("02 0c 00000001 00")
+
     static var vectors: [(TransferFrame, [UInt8])] {
-        [(.challenge(challenge), challengeBytes), (.fetch(fetch), fetchBytes),
-         (.payload(VectorInputs.payload), payloadBytes), (.refusal(refusal), refusalBytes)]
+        [(.hello(hello), helloBytes), (.serverHello(serverHello), serverHelloBytes), (.clientAuth(clientAuth), clientAuthBytes),
+         (.fetch(fetch), fetchBytes), (.payload(VectorInputs.payload), payloadBytes), (.refusal(refusal), refusalBytes),
+         (.pairRequest(name: "beta"), pairRequestBytes), (.pairCommit(name: "alpha", commitment: commitment), pairCommitBytes),
+         (.pairNonce(initiatorNonce), pairNonceBytes), (.pairReveal(responderNonce), pairRevealBytes),
+         (.pairConfirm(accepted: true), pairAcceptBytes), (.pairConfirm(accepted: false), pairDeclineBytes)]
     }
+
+    /// Every kind this version knows.
+    static let kinds: ClosedRange<UInt8> = 2...12
 
     @Test func staticVectorsEncode() {
         for (frame, bytes) in Self.vectors {
@@ -61,78 +80,76 @@ import Testing
         }
     }
 
+    @Test func everyKindHasAVector() {
+        #expect(Set(Self.vectors.map { $0.1[1] }) == Set(Self.kinds))
+        #expect(TransferFrame.version == 2)
+    }
+
     @Test func emptyAndLargePayloadsRoundTrip() throws {
-        #expect(TransferFrame.payload([]).encoded() == hex("01 03 00000000"))
-        #expect(try TransferFrame(decoding: hex("01 03 00000000")) == .payload([]))
+        #expect(TransferFrame.payload([]).encoded() == hex("02 03 00000000"))
+        #expect(try TransferFrame(decoding: hex("02 03 00000000")) == .payload([]))
         let big = [UInt8](repeating: 0x5A, count: 1 << 20)
         #expect(try TransferFrame(decoding: TransferFrame.payload(big).encoded()) == .payload(big))
     }
 
-    @Test func fetchSignatureBindsTheChallenge() {
-        let request = Self.fetch
-        #expect(request.verify(for: Self.challenge, with: verifier))
-        // Another nonce: a recorded fetch cannot be replayed on a new connection.
-        var otherNonce = Self.challenge
-        otherNonce.nonce[0] ^= 1
-        #expect(!request.verify(for: otherNonce, with: verifier))
-        // Another server: a fetch made for one host is useless at another.
-        let otherServer = TransferFrame.Challenge(nonce: Self.nonce, serverKey: DeviceKey(bytes: rfcPublicKey2)!)
-        #expect(!request.verify(for: otherServer, with: verifier))
-        // Any changed field or signature bit fails.
-        for flipped in singleBitFlips(of: request.signature) {
-            var copy = request
-            copy.signature = flipped
-            #expect(!copy.verify(for: Self.challenge, with: verifier))
+    /// Handshake bodies are opaque to the codec (the handshake checks their exact sizes)
+    /// but bounded, so a peer cannot make the server hold a large one before the handshake.
+    @Test func handshakeBodiesAreBounded() throws {
+        for kind: UInt8 in 5...7 {
+            for length in [0, 1, 144, 256] {
+                let body = [UInt8](repeating: 0xA5, count: length)
+                let frame = try TransferFrame(kind: kind, body: body)
+                #expect(try TransferFrame(decoding: frame.encoded()) == frame)
+                #expect(frame.encoded()[1] == kind)
+            }
+            #expect(throws: WireError.tooLong(field: "handshake message", length: 257, limit: 256)) {
+                try TransferFrame(kind: kind, body: [UInt8](repeating: 0, count: 257))
+            }
         }
-        var changed = request
-        changed.summarySequence += 1
-        #expect(!changed.verify(for: Self.challenge, with: verifier))
-        changed = request
-        changed.payloadDigest[31] ^= 1
-        #expect(!changed.verify(for: Self.challenge, with: verifier))
-        changed = request
-        changed.clientKey = DeviceKey(bytes: rfcPublicKey)!
-        #expect(!changed.verify(for: Self.challenge, with: verifier))
-    }
-
-    @Test func fetchSignatureIsDomainSeparated() {
-        let request = Self.fetch
-        let message = request.signedMessage(for: Self.challenge)
-        #expect(Array(message.prefix(SigningContext.fetch.count)) == SigningContext.fetch)
-        let body = Array(message.dropFirst(SigningContext.fetch.count))
-        for context in [SigningContext.summary, SigningContext.announcement] {
-            #expect(!verifier.isValid(signature: request.signature, message: context + body, key: request.clientKey))
-        }
+        #expect(try TransferFrame(kind: 5, body: []) == .hello([]))
+        #expect(try TransferFrame(kind: 6, body: [1]) == .serverHello([1]))
+        #expect(try TransferFrame(kind: 7, body: [2]) == .clientAuth([2]))
     }
 
     @Test func headerErrors() {
-        #expect(throws: WireError.unsupportedVersion(2)) { try TransferFrame.bodyLength(header: hex("02 01 00000040")) }
-        #expect(throws: WireError.unsupportedVersion(0)) { try TransferFrame.bodyLength(header: hex("00 01 00000040")) }
-        for kind: UInt8 in [0, 5, 0xFF] {
-            #expect(throws: WireError.unknownKind(kind)) { try TransferFrame.bodyLength(header: [1, kind, 0, 0, 0, 0]) }
-            #expect(throws: WireError.unknownKind(kind)) { try TransferFrame(kind: kind, body: []) }
+        // Version 1 (challenge and signed fetch) is gone: refused, not misread.
+        for version: UInt8 in [0, 1, 3, 0xFF] {
+            #expect(throws: WireError.unsupportedVersion(version)) { try TransferFrame.bodyLength(header: [version, 3, 0, 0, 0, 0]) }
+            #expect(throws: WireError.unsupportedVersion(version)) { try TransferFrame(decoding: [version] + Self.payloadBytes.dropFirst()) }
         }
-        #expect(throws: WireError.truncated(needed: 4, available: 2)) { try TransferFrame.bodyLength(header: hex("01 03 0000")) }
+        // The v1 vectors themselves.
+        #expect(throws: WireError.unsupportedVersion(1)) { try TransferFrame(decoding: hex("01 04 00000012 0b 6e6f742d63757272656e74 0004 676f6e65")) }
+        #expect(throws: WireError.unsupportedVersion(1)) { try TransferFrame(decoding: hex("01 03 00000000")) }
+        // Kind 1 was the v1 challenge; 0 and 13 and up were never used.
+        for kind: UInt8 in [0, 1, 13, 0x80, 0xFF] {
+            #expect(throws: WireError.unknownKind(kind)) { try TransferFrame.bodyLength(header: [2, kind, 0, 0, 0, 0]) }
+            #expect(throws: WireError.unknownKind(kind)) { try TransferFrame(kind: kind, body: []) }
+            #expect(throws: WireError.unknownKind(kind)) { try TransferFrame(decoding: [2, kind, 0, 0, 0, 0]) }
+        }
+        #expect(throws: WireError.truncated(needed: 4, available: 2)) { try TransferFrame.bodyLength(header: hex("02 03 0000")) }
+        #expect(throws: WireError.truncated(needed: 1, available: 0)) { try TransferFrame.bodyLength(header: []) }
     }
 
     @Test func bodyLengthLimit() throws {
         let limit = TransferFrame.maximumBodyBytes
         var header = ByteWriter()
-        header.write(UInt8(1))
+        header.write(UInt8(2))
         header.write(UInt8(3))
         header.write(UInt32(limit))
         #expect(try TransferFrame.bodyLength(header: header.bytes) == (3, limit))
         for length in [UInt32(limit + 1), .max] {
-            var over = ByteWriter()
-            over.write(UInt8(1))
-            over.write(UInt8(3))
-            over.write(length)
-            #expect(throws: WireError.tooLong(field: "frame", length: Int(length), limit: limit)) {
-                try TransferFrame.bodyLength(header: over.bytes)
-            }
-            // The whole-frame decoder refuses it from the header alone, before looking at the body.
-            #expect(throws: WireError.tooLong(field: "frame", length: Int(length), limit: limit)) {
-                try TransferFrame(decoding: over.bytes + [0])
+            for kind: UInt8 in [3, 5] {
+                var over = ByteWriter()
+                over.write(UInt8(2))
+                over.write(kind)
+                over.write(length)
+                #expect(throws: WireError.tooLong(field: "frame", length: Int(length), limit: limit)) {
+                    try TransferFrame.bodyLength(header: over.bytes)
+                }
+                // The whole-frame decoder refuses it from the header alone, before looking at the body.
+                #expect(throws: WireError.tooLong(field: "frame", length: Int(length), limit: limit)) {
+                    try TransferFrame(decoding: over.bytes + [0])
+                }
             }
         }
     }
@@ -149,23 +166,69 @@ import Testing
         for (_, bytes) in Self.vectors {
             #expect(throws: WireError.trailingBytes(1)) { try TransferFrame(decoding: bytes + [0]) }
         }
-        // Bodies with more than their fields (the declared length covers the extra byte).
-        #expect(throws: WireError.trailingBytes(1)) { try TransferFrame(kind: 1, body: Self.nonce + rfcPublicKey + [0]) }
-        #expect(throws: WireError.trailingBytes(1)) {
-            try TransferFrame(kind: 2, body: Array(Self.fetchBytes.dropFirst(6)) + [0])
-        }
-        #expect(throws: WireError.trailingBytes(2)) {
-            try TransferFrame(kind: 4, body: Array(Self.refusalBytes.dropFirst(6)) + [0, 0])
-        }
+        // Bodies with more than their fields (the declared length covers the extra bytes).
+        #expect(throws: WireError.trailingBytes(1)) { try TransferFrame(kind: 2, body: Array(Self.fetchBytes.dropFirst(6)) + [0]) }
+        #expect(throws: WireError.trailingBytes(2)) { try TransferFrame(kind: 4, body: Array(Self.refusalBytes.dropFirst(6)) + [0, 0]) }
+        #expect(throws: WireError.trailingBytes(1)) { try TransferFrame(kind: 8, body: Array(Self.pairRequestBytes.dropFirst(6)) + [0]) }
+        #expect(throws: WireError.trailingBytes(1)) { try TransferFrame(kind: 9, body: Array(Self.pairCommitBytes.dropFirst(6)) + [0]) }
+        #expect(throws: WireError.trailingBytes(1)) { try TransferFrame(kind: 10, body: Self.initiatorNonce + [0]) }
+        #expect(throws: WireError.trailingBytes(32)) { try TransferFrame(kind: 11, body: Self.responderNonce + Self.initiatorNonce) }
+        #expect(throws: WireError.trailingBytes(1)) { try TransferFrame(kind: 12, body: [1, 1]) }
     }
 
     @Test func shortBodiesThrow() {
-        #expect(throws: WireError.truncated(needed: 32, available: 31)) { try TransferFrame(kind: 1, body: Array(Self.nonce.prefix(31))) }
-        #expect(throws: WireError.truncated(needed: 32, available: 0)) { try TransferFrame(kind: 1, body: Self.nonce) }
-        // A fetch whose signature is missing (an unsigned request encoded as is).
-        var unsigned = Self.fetch
-        unsigned.signature = []
-        #expect(throws: WireError.truncated(needed: 64, available: 0)) { try TransferFrame(decoding: TransferFrame.fetch(unsigned).encoded()) }
+        // A v1-style fetch cut to the v2 fields' size still needs all 72 bytes.
+        #expect(throws: WireError.truncated(needed: 32, available: 31)) { try TransferFrame(kind: 2, body: Array(Self.fetchBytes.dropFirst(6).dropLast())) }
+        #expect(throws: WireError.truncated(needed: 32, available: 0)) { try TransferFrame(kind: 2, body: Array(rfcPublicKey) + [0, 0, 0, 0, 0, 0, 0, 1]) }
+        #expect(throws: WireError.truncated(needed: 32, available: 31)) { try TransferFrame(kind: 10, body: Array(Self.initiatorNonce.dropLast())) }
+        #expect(throws: WireError.truncated(needed: 32, available: 0)) { try TransferFrame(kind: 11, body: []) }
+        #expect(throws: WireError.truncated(needed: 1, available: 0)) { try TransferFrame(kind: 12, body: []) }
+        #expect(throws: WireError.truncated(needed: 1, available: 0)) { try TransferFrame(kind: 8, body: []) }
+        #expect(throws: WireError.truncated(needed: 4, available: 3)) { try TransferFrame(kind: 8, body: hex("04 626574")) }
+        // A commitment that is missing or short.
+        #expect(throws: WireError.truncated(needed: 32, available: 0)) { try TransferFrame(kind: 9, body: hex("05 616c706861")) }
+        #expect(throws: WireError.truncated(needed: 32, available: 31)) {
+            try TransferFrame(kind: 9, body: hex("05 616c706861") + Array(Self.commitment.dropLast()))
+        }
+        // Nonces and commitments of the wrong size encode as given, and the peer refuses them.
+        #expect(throws: WireError.self) { try TransferFrame(decoding: TransferFrame.pairNonce(Array(Self.initiatorNonce.dropLast())).encoded()) }
+        #expect(throws: WireError.self) { try TransferFrame(decoding: TransferFrame.pairReveal(Self.responderNonce + [0]).encoded()) }
+        #expect(throws: WireError.self) { try TransferFrame(decoding: TransferFrame.pairCommit(name: "a", commitment: [1, 2]).encoded()) }
+    }
+
+    @Test func pairConfirmationIsZeroOrOne() throws {
+        for flag: UInt8 in [2, 0x80, 0xFF] {
+            #expect(throws: WireError.invalidValue("confirmation must be 0 or 1")) { try TransferFrame(kind: 12, body: [flag]) }
+        }
+    }
+
+    @Test func pairingNamesAreCheckedLikeAnnouncementNames() throws {
+        let longest = String(repeating: "n", count: Summary.nameBytes)
+        for frame in [TransferFrame.pairRequest(name: longest), .pairCommit(name: longest, commitment: Self.commitment),
+                      .pairRequest(name: ""), .pairRequest(name: "Ålpha's laptop 💻")] {
+            #expect(try TransferFrame(decoding: frame.encoded()) == frame)
+        }
+        // Too long on the wire: refused.
+        let tooLong = [UInt8(65)] + [UInt8](repeating: 0x6E, count: 65)
+        #expect(throws: WireError.tooLong(field: "device name", length: 65, limit: 64)) { try TransferFrame(kind: 8, body: tooLong) }
+        #expect(throws: WireError.tooLong(field: "device name", length: 65, limit: 64)) { try TransferFrame(kind: 9, body: tooLong + Self.commitment) }
+        // Too long when sending: cut at a character boundary.
+        guard case let .pairRequest(sent) = try TransferFrame(decoding: TransferFrame.pairRequest(name: "a" + String(repeating: "é", count: 40)).encoded()) else {
+            Issue.record("not a pair request")
+            return
+        }
+        #expect(sent == "a" + String(repeating: "é", count: 31))
+        // Not UTF-8, or text that could rewrite the terminal showing it.
+        #expect(throws: WireError.invalidText) { try TransferFrame(kind: 8, body: hex("02 c328")) }
+        for name in ["a\nb", "tab\there", "\u{1B}[2J", "bidi\u{202E}txt", "line\u{2028}sep"] {
+            let body = [UInt8(name.utf8.count)] + Array(name.utf8)
+            #expect(throws: WireError.invalidValue("device name contains control characters"), "\(name.debugDescription)") {
+                try TransferFrame(kind: 8, body: body)
+            }
+            #expect(throws: WireError.invalidValue("device name contains control characters"), "\(name.debugDescription)") {
+                try TransferFrame(kind: 9, body: body + Self.commitment)
+            }
+        }
     }
 
     @Test func refusalMessageLimits() throws {
@@ -196,11 +259,11 @@ import Testing
             #expect(try TransferFrame(decoding: TransferFrame.refusal(refusal).encoded()) == .refusal(refusal))
         }
         // A code from a newer peer becomes an internal error rather than being guessed at.
-        let unknown = hex("01 04 0000000e 08 6e65772d636f6465 0003 6d7367")
+        let unknown = hex("02 04 0000000e 08 6e65772d636f6465 0003 6d7367")
         #expect(try TransferFrame(decoding: unknown) == .refusal(.init(code: .internal, message: "msg")))
-        let badText = hex("01 04 00000005 01 ff 0001 6d")
+        let badText = hex("02 04 00000005 01 ff 0001 6d")
         #expect(throws: WireError.invalidText) { try TransferFrame(decoding: badText) }
-        let badMessage = hex("01 04 0000000a 05 7472757374 0002 c328")
+        let badMessage = hex("02 04 0000000a 05 7472757374 0002 c328")
         #expect(throws: WireError.invalidText) { try TransferFrame(decoding: badMessage) }
     }
 
@@ -219,19 +282,44 @@ import Testing
                 #expect(try TransferFrame(decoding: frame.encoded()) == frame, "garbage #\(index)")
             }
         }
+        // Past the version check: a v2 header with a random kind, length and body.
+        for (index, tail) in randomGarbage(seed: 0x4652_4D04).enumerated() {
+            if let frame = try? TransferFrame(decoding: [TransferFrame.version] + tail) {
+                #expect(try TransferFrame(decoding: frame.encoded()) == frame, "v2 garbage #\(index)")
+            }
+        }
+        // A well-formed header for every kind, then a random body of the declared length.
+        var rng = SplitMix64(seed: 0x4652_4D05)
+        for kind in Self.kinds {
+            for _ in 0..<200 {
+                let body = rng.bytes(Int.random(in: 0...80, using: &rng))
+                var writer = ByteWriter()
+                writer.write(TransferFrame.version)
+                writer.write(kind)
+                writer.write(UInt32(body.count))
+                if let frame = try? TransferFrame(decoding: writer.bytes + body) {
+                    // Exactly the bytes received, except that a refusal's unknown code becomes "internal".
+                    if kind == 4 {
+                        #expect(try TransferFrame(decoding: frame.encoded()) == frame)
+                    } else {
+                        #expect(frame.encoded() == writer.bytes + body, "kind \(kind)")
+                    }
+                }
+            }
+        }
     }
 
     @Test func garbageBodiesForEveryKindThrowOrRoundTrip() throws {
         var decoded = 0
         for (index, body) in randomGarbage(seed: 0x4652_4D02, maxLength: 200).enumerated() {
-            for kind: UInt8 in 1...4 {
+            for kind in Self.kinds {
                 guard let frame = try? TransferFrame(kind: kind, body: body) else { continue }
                 decoded += 1
                 #expect(try TransferFrame(decoding: frame.encoded()) == frame, "garbage #\(index) kind \(kind)")
             }
         }
-        // Every body is a valid payload frame, so at least those decode.
-        #expect(decoded >= 2000)
+        // Every body is a valid payload frame, and every body up to 256 bytes a valid handshake frame.
+        #expect(decoded >= 2000 * 4)
     }
 
     @Test func mutatedFramesThrowOrRoundTrip() throws {

@@ -2,8 +2,6 @@ import HandoffCore
 import HandoffCrypto
 import Testing
 
-private func hex(_ text: String) -> [UInt8] { Hex.decode(text)! }
-
 @Suite struct Blake2bTests {
     @Test func emptyMessage() {
         #expect(Blake2b.digest([]) == hex("0e5751c026e543b2e8ab2eb06099daa1d1e5df47778f7787faab45cdf12fe3a8"))

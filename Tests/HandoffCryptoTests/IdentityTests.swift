@@ -2,8 +2,6 @@ import HandoffCore
 import HandoffCrypto
 import Testing
 
-private func hex(_ text: String) -> [UInt8] { Hex.decode(text)! }
-
 /// RFC 8032 section 7.1, tests 1 and 2.
 private let test1Seed = hex("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
 private let test1Public = hex("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")

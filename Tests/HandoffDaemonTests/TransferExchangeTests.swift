@@ -102,14 +102,14 @@ private func makeOffer(for payload: [UInt8] = payload, title: String = "Chapter 
     return try! summary.signed(by: sender)
 }
 
-/// What the sender checked about the fetch it received.
+/// What the scripted sender saw.
 struct SeenFetch: Sendable {
     var request: TransferFrame.FetchRequest?
-    var verified = false
     var serverError: HandoffError?
 }
 
 /// Runs `Daemon.exchange` as the receiver against `serve`, which plays the sender on its own thread.
+/// (The channel stands for the one SecureChannel sets up: who is at each end is already proven.)
 private func runExchange(offer: SignedSummary, identity: Identity = receiver,
                          serve: @escaping @Sendable (MemoryFrameChannel, Recorder<SeenFetch>) throws(HandoffError) -> Void)
     -> (result: Result<Activity, HandoffError>, seen: SeenFetch) {
@@ -134,21 +134,15 @@ private func runExchange(offer: SignedSummary, identity: Identity = receiver,
     return (result, recorder.value)
 }
 
-/// The sender's side as handoffd plays it: challenge, check the fetch, then answer with `reply`.
-private func honestSender(challengeKey: DeviceKey = sender.publicKey, reply: @escaping @Sendable (TransferFrame.FetchRequest) -> TransferFrame)
+/// The sender's side as handoffd plays it once the channel is up: read the fetch, answer with `reply`.
+private func honestSender(reply: @escaping @Sendable (TransferFrame.FetchRequest) -> TransferFrame)
     -> @Sendable (MemoryFrameChannel, Recorder<SeenFetch>) throws(HandoffError) -> Void {
     { channel, recorder throws(HandoffError) in
-        let challenge = TransferFrame.Challenge(nonce: Random.bytes(32), serverKey: challengeKey)
-        try channel.send(.challenge(challenge))
         guard case let .fetch(request) = try channel.receive() else {
             try channel.send(.refusal(.init(code: .invalidRequest, message: "expected a fetch request")))
             return
         }
-        let verified = request.verify(for: challenge, with: Ed25519())
-        recorder.update {
-            $0.request = request
-            $0.verified = verified
-        }
+        recorder.update { $0.request = request }
         try channel.send(reply(request))
     }
 }
@@ -162,18 +156,29 @@ private func failure(_ result: Result<Activity, HandoffError>) -> HandoffError? 
 // MARK: - Tests
 
 @Suite struct TransferExchangeTests {
-    @Test func successReturnsTheActivityAfterASignedFetch() throws {
+    @Test func successReturnsTheActivity() throws {
         let offer = makeOffer()
         let (result, seen) = runExchange(offer: offer, serve: honestSender { _ in .payload(payload) })
         #expect(try result.get() == activity)
-        // The fetch the receiver sent proves its key, cites the offer and is bound to the challenge.
+        // The receiver opens with the fetch, citing the offer.
         let request = try #require(seen.request)
-        #expect(seen.verified)
-        #expect(request.clientKey == receiver.publicKey)
         #expect(request.summarySender == sender.publicKey)
         #expect(request.summarySequence == offer.summary.sequence)
         #expect(request.payloadDigest == offer.summary.payloadDigest)
         #expect(seen.serverError == nil)
+    }
+
+    @Test func theFetchIsTheOnlyFrameTheReceiverSends() throws {
+        let (result, seen) = runExchange(offer: makeOffer()) { channel, recorder throws(HandoffError) in
+            guard case let .fetch(request) = try channel.receive() else { return }
+            recorder.update { $0.request = request }
+            try channel.send(.payload(payload))
+            // After the answer the receiver only hangs up.
+            _ = try channel.receive()
+        }
+        #expect(try result.get() == activity)
+        #expect(seen.request != nil)
+        #expect(seen.serverError?.code == .connectionLost)
     }
 
     @Test func wrongDigestIsDigestMismatch() throws {
@@ -185,7 +190,8 @@ private func failure(_ result: Result<Activity, HandoffError>) -> HandoffError? 
         let (result, seen) = runExchange(offer: makeOffer(), serve: honestSender { _ in .payload(tampered) })
         let error = failure(result)
         #expect(error?.code == .digestMismatch)
-        #expect(seen.verified)
+        #expect(error?.message == "The payload does not match the digest in the signed summary.")
+        #expect(seen.request != nil)
     }
 
     /// `delta` bytes more or fewer than the summary says; 0 stands for an empty payload.
@@ -198,7 +204,7 @@ private func failure(_ result: Result<Activity, HandoffError>) -> HandoffError? 
         #expect(error?.message == "The payload is \(served.count) bytes, the summary said \(payload.count).")
     }
 
-    @Test(arguments: [HandoffError.Code.trust, .notCurrent, .invalidRequest, .internal])
+    @Test(arguments: [HandoffError.Code.trust, .notCurrent, .invalidRequest, .internal, .payloadTooLarge])
     func refusalCarriesItsCode(_ code: HandoffError.Code) throws {
         let (result, seen) = runExchange(offer: makeOffer(), serve: honestSender { _ in
             .refusal(.init(code: code, message: "not for you"))
@@ -207,35 +213,19 @@ private func failure(_ result: Result<Activity, HandoffError>) -> HandoffError? 
         #expect(error?.code == code)
         #expect(error?.message == "alpha refused: not for you.")
         #expect(error?.fix == Daemon.fix(forRefusal: code, identity: receiver))
-        #expect(seen.verified)
+        #expect(seen.request != nil)
     }
 
-    @Test func challengeFromAnotherKeyIsATrustFailureAndNoFetchIsSent() {
-        let (result, seen) = runExchange(offer: makeOffer(), serve: honestSender(challengeKey: stranger.publicKey) { _ in
-            .payload(payload)
-        })
-        let error = failure(result)
-        #expect(error?.code == .trust)
-        #expect(error?.message == "The host at that address is not the device that made the offer.")
-        // The receiver hung up instead of signing anything for the wrong host.
-        #expect(seen.request == nil)
-        #expect(seen.serverError?.code == .connectionLost)
-    }
+    static let unexpectedAnswers: [TransferFrame] = [
+        .hello([UInt8](repeating: 1, count: 34)), .serverHello([UInt8](repeating: 2, count: 144)), .clientAuth([3]),
+        .fetch(.init(summarySender: sender.publicKey, summarySequence: now, payloadDigest: Blake2b.digest(payload))),
+        .pairRequest(name: "alpha"), .pairCommit(name: "alpha", commitment: [UInt8](repeating: 4, count: 32)),
+        .pairNonce([UInt8](repeating: 5, count: 32)), .pairReveal([UInt8](repeating: 6, count: 32)), .pairConfirm(accepted: true),
+    ]
 
-    @Test func openingWithoutAChallengeIsPayloadInvalid() {
-        let (result, seen) = runExchange(offer: makeOffer()) { channel, _ throws(HandoffError) in
-            try channel.send(.payload(payload))
-        }
-        let error = failure(result)
-        #expect(error?.code == .payloadInvalid)
-        #expect(error?.message == "The peer did not open with a challenge.")
-        #expect(seen.request == nil)
-    }
-
-    @Test func unexpectedAnswerIsPayloadInvalid() {
-        let (result, _) = runExchange(offer: makeOffer(), serve: honestSender { _ in
-            .challenge(.init(nonce: [UInt8](repeating: 0, count: 32), serverKey: sender.publicKey))
-        })
+    @Test(arguments: unexpectedAnswers)
+    func unexpectedAnswerIsPayloadInvalid(_ answer: TransferFrame) {
+        let (result, _) = runExchange(offer: makeOffer(), serve: honestSender { _ in answer })
         let error = failure(result)
         #expect(error?.code == .payloadInvalid)
         #expect(error?.message == "The peer answered with an unexpected frame.")
@@ -259,9 +249,11 @@ private func failure(_ result: Result<Activity, HandoffError>) -> HandoffError? 
         #expect(failure(result)?.code == .payloadInvalid)
     }
 
-    @Test func malformedFrameFromTheSenderIsPayloadInvalid() {
+    @Test(arguments: [[UInt8(0x09), 0x01, 0, 0, 0, 0], [0x01, 0x03, 0, 0, 0, 0], [0x02, 0x01, 0, 0, 0, 0], [0x02, 0x03, 0, 0, 0, 1]])
+    func malformedFrameFromTheSenderIsPayloadInvalid(_ bytes: [UInt8]) {
         let (result, _) = runExchange(offer: makeOffer()) { channel, _ throws(HandoffError) in
-            try channel.sendRaw([0x09, 0x01, 0, 0, 0, 0])
+            _ = try channel.receive()
+            try channel.sendRaw(bytes)
         }
         #expect(failure(result)?.code == .payloadInvalid)
     }
@@ -269,9 +261,8 @@ private func failure(_ result: Result<Activity, HandoffError>) -> HandoffError? 
     @Test func senderHangingUpIsConnectionLost() {
         let (first, _) = runExchange(offer: makeOffer()) { _, _ throws(HandoffError) in }
         #expect(failure(first)?.code == .connectionLost)
-        // After the challenge, before answering the fetch.
+        // After reading the fetch, before answering it.
         let (second, seen) = runExchange(offer: makeOffer()) { channel, recorder throws(HandoffError) in
-            try channel.send(.challenge(.init(nonce: Random.bytes(32), serverKey: sender.publicKey)))
             if case let .fetch(request) = try channel.receive() { recorder.update { $0.request = request } }
         }
         #expect(failure(second)?.code == .connectionLost)
@@ -280,7 +271,7 @@ private func failure(_ result: Result<Activity, HandoffError>) -> HandoffError? 
 
     @Test func fixesForRefusals() {
         #expect(Daemon.fix(forRefusal: .trust, identity: receiver)
-            == "On the other host, run 'handoff-peer trust \(receiver.publicKey.hex)' (this device, \(receiver.deviceID)).")
+            == "Pair the two hosts: run 'handoff-peer pair' on the other host and 'handoff-peer pair <its name>' here.")
         #expect(Daemon.fix(forRefusal: .notCurrent, identity: receiver)
             == "The other host has moved on; run 'handoff-peer list' to see what it offers now.")
         #expect(Daemon.fix(forRefusal: .payloadTooLarge, identity: receiver) == "Check the other host's log (handoffd) for details.")
@@ -289,22 +280,27 @@ private func failure(_ result: Result<Activity, HandoffError>) -> HandoffError? 
 
 // MARK: - The same exchange over a real socket (an AF_UNIX socketpair: no address, no file)
 
+/// Two connected StreamConnections (a socket pair rather than StreamListener.unix, whose
+/// temporary umask would race with tests creating directories).
+func connectedPair(_ first: String = "test client", _ second: String = "test server") throws -> (StreamConnection, StreamConnection) {
+    var fds: [Int32] = [-1, -1]
+    let status = fds.withUnsafeMutableBufferPointer {
+        socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
+    }
+    try #require(status == 0)
+    let pair = (StreamConnection(fd: fds[0], remote: first), StreamConnection(fd: fds[1], remote: second))
+    try pair.0.setTimeout(millis: 5000)
+    try pair.1.setTimeout(millis: 5000)
+    return pair
+}
+
 @Suite struct StreamFrameChannelExchangeTests {
     /// Runs the exchange over StreamFrameChannel on one end of a socket pair while `serve` plays
-    /// the sender on the other end, on its own thread. (A socket pair rather than
-    /// StreamListener.unix, whose temporary umask would race with tests creating directories.)
+    /// the sender on the other end, on its own thread.
     private func runOverSocket(offer: SignedSummary,
                                serve: @escaping @Sendable (StreamConnection) -> Void) throws -> Result<Activity, HandoffError> {
-        var fds: [Int32] = [-1, -1]
-        let status = fds.withUnsafeMutableBufferPointer {
-            socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
-        }
-        try #require(status == 0)
-        let client = StreamConnection(fd: fds[0], remote: "test client")
-        let server = StreamConnection(fd: fds[1], remote: "test sender")
+        let (client, server) = try connectedPair("test client", "test sender")
         defer { client.close() }
-        try client.setTimeout(millis: 5000)
-        try server.setTimeout(millis: 5000)
         let served = DispatchSemaphore(value: 0)
         let thread = Thread {
             serve(server)
@@ -323,9 +319,7 @@ private func failure(_ result: Result<Activity, HandoffError>) -> HandoffError? 
     @Test func successOverASocket() throws {
         let result = try runOverSocket(offer: makeOffer()) { connection in
             let channel = StreamFrameChannel(connection: connection)
-            let challenge = TransferFrame.Challenge(nonce: Random.bytes(32), serverKey: sender.publicKey)
-            try? channel.send(.challenge(challenge))
-            guard case let .fetch(request)? = try? channel.receive(), request.verify(for: challenge, with: Ed25519()) else { return }
+            guard case .fetch? = try? channel.receive() else { return }
             try? channel.send(.payload(payload))
         }
         #expect(try result.get() == activity)
@@ -333,9 +327,10 @@ private func failure(_ result: Result<Activity, HandoffError>) -> HandoffError? 
 
     @Test func oversizedFrameHeaderIsRefusedBeforeTheBody() throws {
         let result = try runOverSocket(offer: makeOffer()) { connection in
+            _ = try? StreamFrameChannel(connection: connection).receive()
             var header = ByteWriter()
             header.write(TransferFrame.version)
-            header.write(UInt8(1))
+            header.write(UInt8(3))
             header.write(UInt32(TransferFrame.maximumBodyBytes + 1))
             try? connection.write(header.bytes)
         }
@@ -344,10 +339,20 @@ private func failure(_ result: Result<Activity, HandoffError>) -> HandoffError? 
         #expect(error?.message.contains("frame is \(TransferFrame.maximumBodyBytes + 1) bytes") == true)
     }
 
+    @Test func version1FrameIsRefused() throws {
+        let result = try runOverSocket(offer: makeOffer()) { connection in
+            _ = try? StreamFrameChannel(connection: connection).receive()
+            try? connection.write([0x01, 0x03, 0, 0, 0, 0])
+        }
+        let error = failure(result)
+        #expect(error?.code == .payloadInvalid)
+        #expect(error?.message.contains("unsupported version 1") == true)
+    }
+
     @Test func truncatedFrameIsConnectionLost() throws {
         let result = try runOverSocket(offer: makeOffer()) { connection in
-            let frame = TransferFrame.challenge(.init(nonce: Random.bytes(32), serverKey: sender.publicKey)).encoded()
-            try? connection.write(Array(frame.prefix(20)))
+            _ = try? StreamFrameChannel(connection: connection).receive()
+            try? connection.write(Array(TransferFrame.payload(payload).encoded().prefix(20)))
         }
         #expect(failure(result)?.code == .connectionLost)
     }
