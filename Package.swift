@@ -21,6 +21,12 @@ let package = Package(
             pkgConfig: "avahi-client",
             providers: [.apt(["libavahi-client-dev"])]
         ),
+        // libbluetooth through Debian's libbluetooth-dev, for raw HCI sockets.
+        .systemLibrary(
+            name: "CBluetooth",
+            pkgConfig: "bluez",
+            providers: [.apt(["libbluetooth-dev"])]
+        ),
         // Pure core: model, property-list values, wire codecs, errors. No I/O, no C.
         .target(name: "HandoffCore"),
         // Ed25519 identities, signatures and BLAKE2b digests over libsodium.
@@ -29,8 +35,10 @@ let package = Package(
         .target(name: "HandoffTransport", dependencies: ["HandoffCore"]),
         // mDNS: publish and browse _handoff._tcp through avahi-daemon.
         .target(name: "HandoffMDNS", dependencies: ["CAvahi", "HandoffCore", "HandoffTransport"]),
+        // Bluetooth LE: HCI transports (raw socket, H4 over Unix), the controller driver, beacons.
+        .target(name: "HandoffBluetooth", dependencies: ["CBluetooth", "HandoffCore", "HandoffTransport"]),
         // The daemon as a library: state, wiring, request handling.
-        .target(name: "HandoffDaemon", dependencies: ["HandoffCore", "HandoffCrypto", "HandoffTransport", "HandoffMDNS"]),
+        .target(name: "HandoffDaemon", dependencies: ["HandoffCore", "HandoffCrypto", "HandoffTransport", "HandoffMDNS", "HandoffBluetooth"]),
         .executableTarget(name: "handoffd", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffTransport"]),
         // Client of the local API, used by apps and by handoff-peer.
         .target(name: "HandoffKit", dependencies: ["HandoffCore", "HandoffTransport"]),

@@ -7,15 +7,26 @@ import HandoffCore
 /// can compute it; to anyone else successive tokens look random and unlinked.
 public enum DiscoveryToken {
     static let keyContext = Array("handoff/discovery-token/v1".utf8)
+    static let beaconContext = Array("handoff/ble-token/v1".utf8)
 
     public static func token(for key: DeviceKey, epoch: UInt64) -> String {
-        let tokenKey = Blake2b.digest(keyContext + key.bytes)
+        DeviceID(fingerprint: rawToken(for: key, epoch: epoch, context: keyContext))!.compact
+    }
+
+    /// The 10-byte token in Bluetooth beacons: the same construction under its own context,
+    /// so an mDNS name and a beacon of one device cannot be matched to each other.
+    public static func beaconToken(for key: DeviceKey, epoch: UInt64) -> [UInt8] {
+        rawToken(for: key, epoch: epoch, context: beaconContext)
+    }
+
+    static func rawToken(for key: DeviceKey, epoch: UInt64, context: [UInt8]) -> [UInt8] {
+        let tokenKey = Blake2b.digest(context + key.bytes)
         var message = ByteWriter()
         message.write(epoch)
         var out = [UInt8](repeating: 0, count: DeviceID.fingerprintByteCount)
         Sodium.ensureReady()
         _ = crypto_generichash(&out, out.count, message.bytes, UInt64(message.bytes.count), tokenKey, tokenKey.count)
-        return DeviceID(fingerprint: out)!.compact
+        return out
     }
 
     /// Which of `keys` published `token` in the previous, current or next period.

@@ -30,6 +30,7 @@ extension Daemon {
             self.mdns = mdns
             rotateServiceRecord()
         }
+        try startBluetooth(observer: observer)
         for path in discoveryPaths { log.info("\(path.name): \(path.state)") }
     }
 
@@ -53,6 +54,8 @@ extension Daemon {
         case .servicesReset:
             sightings.removeAll()
             refreshUnicastTargets(announceToNew: false)
+        case let .beacon(token, _, rssi):
+            heardBeacon(token: token, rssi: rssi, nowMillis: now)
         }
     }
 
@@ -102,6 +105,8 @@ extension Daemon {
     func trustChanged() {
         pairKeys = pairKeys.filter { trust.contains($0.key) }
         refreshHints(nowMillis: wallClockMillis(), force: true)
+        refreshBeaconTable(nowMillis: wallClockMillis(), force: true)
+        for key in proximity.readings.keys where !trust.contains(key) { proximity.forget(key) }
         refreshUnicastTargets(announceToNew: false)
         announce()
     }
@@ -142,6 +147,9 @@ extension Daemon {
     func paths(of peer: Peer, nowMillis: UInt64) -> [String] {
         var names = Set(peer.livePaths(nowMillis: nowMillis))
         if recognisedSightings(nowMillis: nowMillis).contains(where: { $0.key == peer.key }) { names.insert("mdns") }
+        if bluetooth != nil, proximity.readings[peer.key].map({ $0.lastHeardMillis + proximity.settings.freshnessMillis > nowMillis }) == true {
+            names.insert("bluetooth")
+        }
         return names.sorted()
     }
 }

@@ -158,12 +158,15 @@ extension Daemon {
 
     func peerList() -> [JSONValue] {
         let now = wallClockMillis()
-        return peers.peers.values.sorted { ($0.name, $0.deviceID) < ($1.name, $1.deviceID) }.map { peer in
+        // With Bluetooth on, only devices that are near are listed (design: "near each other").
+        return peers.peers.values.filter { isNear($0.key, nowMillis: now) }
+            .sorted { ($0.name, $0.deviceID) < ($1.name, $1.deviceID) }.map { peer in
             var fields: [String: JSONValue] = [
                 "peer": .string(peer.deviceID.description), "name": .string(peer.name),
                 "hosts": .array(peer.hosts.map { .string($0) }), "port": .integer(Int64(peer.transferPort)),
                 "lastSeenMillisAgo": .integer(Int64(clamping: now &- peer.lastSeenMillis)),
                 "paths": .array(paths(of: peer, nowMillis: now).map { .string($0) }),
+                "proximity": proximityJSON(peer.key, nowMillis: now),
             ]
             if let offer = peer.visibleOffer(nowMillis: now) {
                 var summary = Self.offerJSON(offer.summary)
@@ -191,8 +194,8 @@ extension Daemon {
             "socket": .string(configuration.socketPath), "stateDirectory": .string(configuration.stateDirectory),
             "uptimeSeconds": .integer(Int64((monotonicMillis() - startedAtMillis) / 1000)),
             "discovery": .array(discoveryPaths.map { ["path": .string($0.name), "state": .string($0.state)] }),
-            "peers": .integer(Int64(peers.peers.count)), "trustedDevices": .integer(Int64(trust.entries.count)),
-            "drops": peers.drops.json, "current": current, "mdns": mdnsStatus(),
+            "peers": .integer(Int64(peers.peers.values.filter { isNear($0.key, nowMillis: wallClockMillis()) }.count)), "trustedDevices": .integer(Int64(trust.entries.count)),
+            "drops": peers.drops.json, "current": current, "mdns": mdnsStatus(), "bluetooth": bluetoothStatus(),
             "transfers": ["served": .integer(Int64(servedCount)), "refused": .integer(Int64(refusedCount))],
         ]
     }

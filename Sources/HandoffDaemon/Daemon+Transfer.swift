@@ -164,6 +164,12 @@ extension Daemon {
     /// Accepts the offer of `reference`: willContinue, then exactly one of continued or failed.
     func accept(_ reference: String) async throws(HandoffError) -> (peer: Peer, activity: Activity, timing: FetchTiming) {
         let peer = try peers.resolve(reference)
+        guard isNear(peer.key, nowMillis: wallClockMillis()) else {
+            let reading = proximity.readings[peer.key]
+            let evidence = reading.map { "last beacon \((wallClockMillis() &- $0.lastHeardMillis) / 1000) s ago at \(Int($0.smoothedRSSI)) dBm" } ?? "no beacon heard"
+            throw HandoffError(.proximity, "\(peer.name) is not near: \(evidence), threshold \(proximity.settings.thresholdDBM) dBm.",
+                               fix: "Bring the two laptops closer together and check that Bluetooth is on for both.")
+        }
         guard let offer = peer.visibleOffer(nowMillis: wallClockMillis()) else {
             throw HandoffError(.notFound, "\(peer.name) (\(peer.deviceID)) offers nothing to continue right now.",
                                fix: "Make an activity current on \(peer.name), e.g. 'handoff-peer publish', then run 'handoff-peer list'.")

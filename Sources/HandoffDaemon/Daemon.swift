@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import HandoffCore
+import HandoffBluetooth
 import HandoffCrypto
 import HandoffMDNS
 import HandoffTransport
@@ -37,6 +38,13 @@ public actor Daemon {
     var hintTable: [[UInt8]: DeviceKey] = [:]
     var hintEpoch: UInt64?
     var pairing = PairingState()
+    var bluetooth: BluetoothDiscovery?
+    var proximity: ProximityTracker
+    /// Beacon tokens of paired devices for the previous, current and next period.
+    var beaconTable: [[UInt8]: DeviceKey] = [:]
+    var beaconEpoch: UInt64?
+    var advertisedEpoch: UInt64?
+    var unknownBeacons = 0
     var transferListener: StreamListener?
     var apiListener: StreamListener?
     var transferPort: UInt16 = 0
@@ -63,6 +71,7 @@ public actor Daemon {
         deviceID = identity.deviceID
         trust = try TrustStore.load(from: stateDirectory)
         peers = PeerTable(ownKey: identity.publicKey, fingerprint: Ed25519.deviceID(of:))
+        proximity = ProximityTracker(settings: configuration.proximity)
         // Sequences start from the clock so they keep growing across restarts.
         announceSequence = wallClockMillis()
         if created { log.info("created a new identity, device id \(deviceID)") }
@@ -127,6 +136,7 @@ public actor Daemon {
         let now = wallClockMillis()
         emit(peers.expire(nowMillis: now))
         rotateServiceRecord()
+        rotateBeacon()
         if let current = published {
             if current.activity.isExpired(nowMillis: now) {
                 log.info("activity of type \(current.activity.type) expired")
@@ -157,7 +167,8 @@ public actor Daemon {
         do {
             let inner = try announcement.signedDatagram(by: identity)
             let epoch = ServiceRecord.epoch(wallClockMillis: now)
-            for key in trust.entries.keys {
+            // With Bluetooth on, summaries go only to devices that are near; a goodbye goes to all.
+            for key in trust.entries.keys where kind == .goodbye || isNear(key, nowMillis: now) {
                 guard let pairKey = pairKey(for: key) else { continue }
                 outgoing.append(OutgoingAnnouncement(
                     recipient: key, bytes: AnnouncementSeal.seal(inner, pairKey: pairKey, sender: identity.publicKey, epoch: epoch)))

@@ -14,6 +14,11 @@ public struct DaemonConfiguration: Sendable {
     public var multicast = MulticastDiscovery.Configuration()
     /// Which discovery paths run. mDNS brings unicast announcements with it.
     public var discovery: Set<DiscoveryPathName> = [.multicast, .mdns]
+    /// Bluetooth controller (`hciN` or `unix:PATH`); nil opts out of Bluetooth,
+    /// and with it of proximity: summaries then go to every paired device.
+    public var hci: String?
+    public var proximity = ProximityTracker.Settings()
+    public var bluetoothCompanyID: UInt16 = Beacon.defaultCompanyID
     /// How often the announcement is repeated when nothing changes.
     public var announceIntervalMillis: UInt64 = 5000
     /// How long peers keep this host listed after its last announcement.

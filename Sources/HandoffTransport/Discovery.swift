@@ -9,6 +9,8 @@ public enum DiscoveryObservation: Sendable {
     case serviceLost(instance: String)
     /// The mDNS daemon went away: forget every sighting it gave.
     case servicesReset
+    /// A Handoff Bluetooth beacon: its rotating token, the advertiser's address and the RSSI in dBm.
+    case beacon(token: [UInt8], address: String, rssi: Int)
 }
 
 public enum DiscoveryPathName: String, Sendable, CaseIterable {
@@ -16,6 +18,7 @@ public enum DiscoveryPathName: String, Sendable, CaseIterable {
     case mdns
     /// Announcements sent straight to peers found by mDNS.
     case unicast
+    case bluetooth
 }
 
 /// An mDNS service as resolved: instance name, numeric host (IPv6 link-local with %zone), port and TXT strings.

@@ -131,6 +131,15 @@ public final class StreamConnection: Sendable {
         state.buffer.append(contentsOf: state.scratch[0..<received])
     }
 
+    /// Whatever is buffered or the next bytes to arrive (blocking until some do).
+    public func readAvailable() throws(SystemError) -> [UInt8] {
+        try readState.withLock { (state) throws(SystemError) -> [UInt8] in
+            if state.buffer.isEmpty { try fill(&state, wanted: state.scratch.count) }
+            defer { state.buffer.removeAll(keepingCapacity: true) }
+            return state.buffer
+        }
+    }
+
     /// Stops further sends; the peer sees end of stream once it has read everything.
     public func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
 

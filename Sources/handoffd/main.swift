@@ -15,6 +15,10 @@ let spec = CommandSpec(
         .init("interface", value: "IFNAME", help: "Announce and listen on this interface only (default: every multicast-capable one)."),
         .init("port", value: "N", help: "Transfer port, TCP (default 47181; 0 picks a free port)."),
         .init("discovery", value: "LIST", help: "Discovery paths, comma-separated: multicast, mdns (default both). mdns uses avahi-daemon and sends announcements straight to the peers it finds."),
+        .init("hci", value: "DEVICE", help: "Bluetooth controller for beacons and proximity: hci0 (raw HCI; needs CAP_NET_RAW and CAP_NET_ADMIN), unix:PATH (H4 over a Unix socket, the lab's emulator), or none (default: opt out of Bluetooth; proximity is then not enforced)."),
+        .init("rssi-threshold", value: "DBM", help: "A peer is near when its smoothed beacon RSSI is at least this (default -70)."),
+        .init("proximity-ttl", value: "SECONDS", help: "A peer is near only if its beacon was heard this recently (default 10)."),
+        .init("company-id", value: "HEX", help: "Company identifier in the beacon's manufacturer data (default FFFF, reserved for testing)."),
         .init("discovery-port", value: "N", help: "UDP port of multicast announcements (default 47180; all hosts must agree)."),
         .init("announce-interval", value: "SECONDS", help: "Repeat the announcement this often (default 5; changes go out at once)."),
         .init("peer-ttl", value: "SECONDS", help: "Peers drop this host after this long without an announcement (default 15)."),
@@ -66,6 +70,20 @@ if let port: UInt16 = number(arguments, "port", 0...65535) { configuration.trans
 if let port: UInt16 = number(arguments, "discovery-port", 1...65535) { configuration.multicast.port = port }
 if let seconds: UInt64 = number(arguments, "announce-interval", 1...3600) { configuration.announceIntervalMillis = seconds * 1000 }
 if let seconds: UInt16 = number(arguments, "peer-ttl", 2...3600) { configuration.peerTTLSeconds = seconds }
+if let device = arguments.value("hci"), device != "none" {
+    guard device.hasPrefix("unix:") ? device.count > 5 : device.hasPrefix("hci") && Int(device.dropFirst(3)) != nil else {
+        fail(UsageError.invalidValue(option: "--hci", reason: "'\(device)' is not hciN, unix:PATH or none.").description, usage: true)
+    }
+    configuration.hci = device
+}
+if let threshold: Int = number(arguments, "rssi-threshold", -127...20) { configuration.proximity.thresholdDBM = threshold }
+if let seconds: UInt64 = number(arguments, "proximity-ttl", 1...3600) { configuration.proximity.freshnessMillis = seconds * 1000 }
+if let text = arguments.value("company-id") {
+    guard let id = UInt16(text.hasPrefix("0x") ? String(text.dropFirst(2)) : text, radix: 16) else {
+        fail(UsageError.invalidValue(option: "--company-id", reason: "'\(text)' is not a 16-bit hexadecimal number.").description, usage: true)
+    }
+    configuration.bluetoothCompanyID = id
+}
 if let list = arguments.value("discovery") {
     var paths: Set<DiscoveryPathName> = []
     for name in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {

@@ -1,0 +1,125 @@
+import Dispatch
+import Foundation
+import HandoffCore
+import Synchronization
+
+/// Drives one LE controller: sends a command, waits for its Command Complete
+/// or Command Status, and hands advertising reports to a callback. Commands
+/// are serialised by a lock (one in flight, as the HCI flow control of a
+/// single command credit allows); a reader thread owns the receive side.
+final class BluetoothController: Sendable {
+    let transport: any HCITransport
+    private let commandLock = Mutex(())
+    private let pending = Mutex<Pending?>(nil)
+    private let closed = Atomic<Bool>(false)
+
+    struct Pending {
+        let opcode: UInt16
+        let done: DispatchSemaphore
+        var event: HCIEvent?
+    }
+
+    static let commandTimeout: DispatchTimeInterval = .seconds(2)
+
+    init(transport: any HCITransport) {
+        self.transport = transport
+    }
+
+    /// Starts the reader; `onReport` runs on the reader thread, `onLost` once if the controller goes away.
+    func startReading(onReport: @escaping @Sendable (AdvertisingReport) -> Void, onLost: @escaping @Sendable (HandoffError) -> Void) {
+        let thread = Thread { [self] in
+            var deframer = H4Deframer()
+            do throws(HandoffError) {
+                while !closed.load(ordering: .acquiring) {
+                    let bytes = try transport.receive()
+                    do throws(WireError) {
+                        try deframer.append(bytes)
+                        while let (type, packet) = try deframer.next() {
+                            guard type == HCIEvent.packetType, let event = try? HCIEvent(packet: packet) else { continue }
+                            handle(event, onReport: onReport)
+                        }
+                    } catch {
+                        throw HandoffError(.bluetooth, "The controller sent bytes that are not HCI packets (\(error)).",
+                                           fix: "Check the --hci device; handoffd reconnects.")
+                    }
+                }
+            } catch {
+                if !closed.load(ordering: .acquiring) { onLost(error) }
+            }
+            failPending()
+        }
+        thread.name = "hci reader"
+        thread.start()
+    }
+
+    private func handle(_ event: HCIEvent, onReport: @Sendable (AdvertisingReport) -> Void) {
+        switch event {
+        case let .commandComplete(opcode, _), let .commandStatus(_, opcode):
+            pending.withLock { pending in
+                guard var waiting = pending, waiting.opcode == opcode else { return }
+                waiting.event = event
+                pending = waiting
+                waiting.done.signal()
+            }
+        case let .advertisingReports(reports):
+            reports.forEach(onReport)
+        case .other:
+            break
+        }
+    }
+
+    private func failPending() {
+        pending.withLock { $0?.done.signal() }
+    }
+
+    /// Sends `command` and returns its completion; a non-zero status is an error carrying the HCI status code.
+    @discardableResult
+    func execute(_ command: HCICommand) throws(HandoffError) -> HCIEvent {
+        try commandLock.withLock { _ throws(HandoffError) -> HCIEvent in
+            let done = DispatchSemaphore(value: 0)
+            pending.withLock { $0 = Pending(opcode: command.opcode, done: done) }
+            defer { pending.withLock { $0 = nil } }
+            let packet: [UInt8]
+            do {
+                packet = try command.encoded()
+            } catch {
+                throw HandoffError(.internal, "Cannot encode \(command.name): \(error).", fix: "Report this as a bug.")
+            }
+            try transport.send(packet)
+            guard done.wait(timeout: .now() + Self.commandTimeout) == .success,
+                  let event = pending.withLock({ $0?.event }) else {
+                throw HandoffError(.bluetooth, "The controller did not answer \(command.name).",
+                                   fix: "Check that the controller is powered and not held by another program.")
+            }
+            if let status = event.status, status != 0 {
+                throw HandoffError(.bluetooth, "The controller refused \(command.name): HCI status 0x\(String(status, radix: 16)) (\(Self.describe(status))).",
+                                   fix: status == 0x0C ? "Another program may be advertising or scanning; handoffd disables and retries."
+                                                       : "Check the controller (btmon shows the exchange).")
+            }
+            return event
+        }
+    }
+
+    /// Sends `command`, ignoring a refusal (used to switch off what may already be off).
+    func executeIgnoringStatus(_ command: HCICommand) throws(HandoffError) {
+        do {
+            try execute(command)
+        } catch where error.message.contains("refused") {
+            return
+        }
+    }
+
+    func close() {
+        if !closed.exchange(true, ordering: .acquiringAndReleasing) { transport.close() }
+    }
+
+    static func describe(_ status: UInt8) -> String {
+        switch status {
+        case 0x01: "unknown HCI command"
+        case 0x0C: "command disallowed"
+        case 0x11: "unsupported feature or parameter"
+        case 0x12: "invalid parameters"
+        default: "see Core Vol 1, Part F"
+        }
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import HandoffCore
+import HandoffTransport
+import Synchronization
+
+/// Bluetooth LE presence: advertises this host's beacon (rotating token,
+/// rotating non-resolvable private address) and scans passively for others'.
+/// Reconnects to the controller when it comes back. On a controller shared
+/// with bluetoothd it never sends HCI Reset and, when it stops, switches off
+/// the advertising and scanning it switched on (Docs/HARDWARE.md).
+public final class BluetoothDiscovery: DiscoveryPath {
+    public struct Configuration: Sendable {
+        /// `hciN` or `unix:PATH`.
+        public var device: String
+        public var companyID: UInt16 = Beacon.defaultCompanyID
+
+        public init(device: String) {
+            self.device = device
+        }
+
+        /// Real controllers get a non-connectable beacon (nothing can connect
+        /// to it); Bumble's emulated link forwards only connectable
+        /// undirected advertising (lab-notes), so the lab uses that.
+        var advertisingType: AdvertisingParameters.AdvertisingType {
+            device.hasPrefix("unix:") ? .connectableUndirected : .nonConnectableUndirected
+        }
+    }
+
+    public struct Status: Sendable {
+        public var text = "starting"
+        public var available = false
+        public var address: String?
+        public var beaconsHeard = 0
+    }
+
+    public let name = DiscoveryPathName.bluetooth.rawValue
+    private let configuration: Configuration
+    private let status = Mutex(Status())
+    private let controller = Mutex<BluetoothController?>(nil)
+    private let beacon = Mutex<Beacon?>(nil)
+    /// One advertising or scanning sequence at a time.
+    private let sequence = Mutex(())
+    private let stopped = Atomic<Bool>(false)
+    static let retryInterval: Duration = .seconds(2)
+    static let leEventMask: UInt64 = 0x0000_0000_000F_FFFF
+    static let eventMask: UInt64 = 0x2000_1FFF_FFFF_FFFF // the specification's default plus LE Meta (bit 61)
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    public var state: String { status.withLock { $0.text } }
+    public var currentStatus: Status { status.withLock { $0 } }
+
+    private func update(_ change: (inout Status) -> Void) { status.withLock { change(&$0) } }
+
+    public func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {
+        let thread = Thread { [self] in supervise(observer: observer) }
+        thread.name = "bluetooth"
+        thread.start()
+    }
+
+    /// Connects, sets the controller up, and waits; on loss, retries until stopped.
+    private func supervise(observer: @escaping @Sendable (DiscoveryObservation) -> Void) {
+        let companyID = configuration.companyID
+        while !stopped.load(ordering: .acquiring) {
+            let lost = DispatchSemaphore(value: 0)
+            do throws(HandoffError) {
+                let transport = try HCITransports.open(configuration.device)
+                let driver = BluetoothController(transport: transport)
+                driver.startReading(onReport: { [self] report in
+                    guard let beacon = Beacon(advertisingData: report.data, companyID: companyID) else { return }
+                    update { $0.beaconsHeard += 1 }
+                    observer(.beacon(token: beacon.token, address: report.address.description, rssi: Int(report.rssi)))
+                }, onLost: { [self] error in
+                    update {
+                        $0.text = "unavailable: \(error.message) Retrying."
+                        $0.available = false
+                    }
+                    lost.signal()
+                })
+                try setUp(driver)
+                controller.withLock { $0 = driver }
+                if let current = beacon.withLock({ $0 }) { try advertise(current, on: driver) }
+                update {
+                    $0.available = true
+                    $0.text = "advertising and scanning on \(configuration.device)"
+                }
+                lost.wait()
+                controller.withLock { $0 = nil }
+                driver.close()
+            } catch {
+                update {
+                    $0.text = "unavailable: \(error.message) Retrying every 2 s."
+                    $0.available = false
+                }
+            }
+            if !stopped.load(ordering: .acquiring) { Thread.sleep(forTimeInterval: 2) }
+        }
+    }
+
+    private func setUp(_ driver: BluetoothController) throws(HandoffError) {
+        try sequence.withLock { _ throws(HandoffError) in
+            try driver.execute(.setEventMask(Self.eventMask))
+            try driver.execute(.leSetEventMask(Self.leEventMask))
+            // A controller may still scan or advertise from an earlier run (controllers outlive
+            // their clients): parameters can only change while both are off.
+            try driver.executeIgnoringStatus(.leSetScanEnable(false, filterDuplicates: false))
+            try driver.executeIgnoringStatus(.leSetAdvertisingEnable(false))
+            try driver.execute(.leSetScanParameters(ScanParameters()))
+            // Duplicates are wanted: every beacon refreshes freshness and RSSI.
+            try driver.execute(.leSetScanEnable(true, filterDuplicates: false))
+        }
+    }
+
+    /// Advertises `beacon` from a private address derived from its token.
+    private func advertise(_ beacon: Beacon, on driver: BluetoothController) throws(HandoffError) {
+        let data: [UInt8]
+        do {
+            data = try beacon.advertisingData()
+        } catch {
+            throw HandoffError(.internal, "The beacon does not fit an advertisement: \(error).", fix: "Report this as a bug.")
+        }
+        let address = BluetoothAddress.nonResolvablePrivate(from: beacon.token)
+        try sequence.withLock { _ throws(HandoffError) in
+            try driver.executeIgnoringStatus(.leSetAdvertisingEnable(false))
+            try driver.execute(.leSetRandomAddress(address))
+            try driver.execute(.leSetAdvertisingParameters(AdvertisingParameters(type: configuration.advertisingType)))
+            try driver.execute(.leSetAdvertisingData(data))
+            try driver.execute(.leSetAdvertisingEnable(true))
+        }
+        update { $0.address = address.description }
+    }
+
+    /// A new token (a new rotation period, or the first): advertise it now if the controller is up.
+    public func setBeacon(token: [UInt8]) {
+        let next = Beacon(companyID: configuration.companyID, token: token)
+        beacon.withLock { $0 = next }
+        guard let driver = controller.withLock({ $0 }) else { return }
+        do {
+            try advertise(next, on: driver)
+        } catch {
+            update { $0.text = "advertising failed: \(error.message)" }
+        }
+    }
+
+    public func announce(_ datagrams: [OutgoingAnnouncement]) {}
+
+    /// Switches off what this daemon switched on, and lets go of the controller.
+    public func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        if let driver = controller.withLock({ $0 }) {
+            try? driver.executeIgnoringStatus(.leSetAdvertisingEnable(false))
+            try? driver.executeIgnoringStatus(.leSetScanEnable(false, filterDuplicates: false))
+            driver.close()
+        }
+        update {
+            $0.text = "stopped"
+            $0.available = false
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import HandoffBluetooth
+import HandoffCore
+import HandoffCrypto
+import HandoffTransport
+
+// Bluetooth proximity: beacons of paired devices, recognised by their
+// rotating token, feed the proximity tracker. With Bluetooth on, a paired
+// device is offered summaries, listed and accepted from only while it is near.
+extension Daemon {
+    func startBluetooth(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {
+        guard let device = configuration.hci else { return }
+        var settings = BluetoothDiscovery.Configuration(device: device)
+        settings.companyID = configuration.bluetoothCompanyID
+        let path = BluetoothDiscovery(configuration: settings)
+        try path.start(observer: observer)
+        discoveryPaths.append(path)
+        bluetooth = path
+        rotateBeacon()
+    }
+
+    /// True when proximity holds: always without Bluetooth (opted out), else a fresh, strong beacon.
+    func isNear(_ key: DeviceKey, nowMillis: UInt64) -> Bool {
+        bluetooth == nil || proximity.isNear(key, nowMillis: nowMillis)
+    }
+
+    func heardBeacon(token: [UInt8], rssi: Int, nowMillis: UInt64) {
+        refreshBeaconTable(nowMillis: nowMillis)
+        guard let key = beaconTable[token] else {
+            unknownBeacons += 1
+            return
+        }
+        let wasNear = proximity.isNear(key, nowMillis: nowMillis)
+        proximity.heard(key, rssi: rssi, nowMillis: nowMillis)
+        if !wasNear && proximity.isNear(key, nowMillis: nowMillis) {
+            log.info("\(Ed25519.deviceID(of: key)) is near")
+            broadcast(["event": "near", "peer": .string(Ed25519.deviceID(of: key).description)])
+            // It just came near: tell it what we offer now, not at the next interval.
+            announce()
+        }
+    }
+
+    func refreshBeaconTable(nowMillis: UInt64, force: Bool = false) {
+        let epoch = ServiceRecord.epoch(wallClockMillis: nowMillis)
+        guard force || epoch != beaconEpoch else { return }
+        beaconEpoch = epoch
+        var table: [[UInt8]: DeviceKey] = [:]
+        for key in trust.entries.keys {
+            for candidate in [epoch &- 1, epoch, epoch &+ 1] {
+                table[DiscoveryToken.beaconToken(for: key, epoch: candidate)] = key
+            }
+        }
+        beaconTable = table
+    }
+
+    /// Advertises the token of the current period (and so a new address) when the period turns.
+    func rotateBeacon() {
+        guard let bluetooth else { return }
+        let epoch = ServiceRecord.epoch(wallClockMillis: wallClockMillis())
+        guard epoch != advertisedEpoch else { return }
+        advertisedEpoch = epoch
+        bluetooth.setBeacon(token: DiscoveryToken.beaconToken(for: identity.publicKey, epoch: epoch))
+    }
+
+    func proximityJSON(_ key: DeviceKey, nowMillis: UInt64) -> JSONValue {
+        guard bluetooth != nil else { return ["enforced": false] }
+        guard let reading = proximity.readings[key] else {
+            return ["enforced": true, "near": false, "thresholdDBM": .integer(Int64(proximity.settings.thresholdDBM))]
+        }
+        return ["enforced": true, "near": .bool(proximity.isNear(key, nowMillis: nowMillis)),
+                "rssi": .double((reading.smoothedRSSI * 10).rounded() / 10),
+                "lastHeardMillisAgo": .integer(Int64(clamping: nowMillis &- reading.lastHeardMillis)),
+                "thresholdDBM": .integer(Int64(proximity.settings.thresholdDBM))]
+    }
+
+    func bluetoothStatus() -> JSONValue {
+        guard let bluetooth else {
+            return ["enabled": false, "state": "off: no --hci given; proximity is not enforced on this host"]
+        }
+        let state = bluetooth.currentStatus
+        return ["enabled": true, "device": .string(configuration.hci ?? ""), "available": .bool(state.available),
+                "state": .string(state.text), "address": state.address.map { .string($0) } ?? .null,
+                "beaconsHeard": .integer(Int64(state.beaconsHeard)), "unknownBeacons": .integer(Int64(unknownBeacons)),
+                "thresholdDBM": .integer(Int64(proximity.settings.thresholdDBM)),
+                "freshnessMillis": .integer(Int64(proximity.settings.freshnessMillis))]
+    }
+}
