@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .executable(name: "handoffd", targets: ["handoffd"]),
         .executable(name: "handoff-peer", targets: ["handoff-peer"]),
+        .executable(name: "handoff-ble-check", targets: ["handoff-ble-check"]),
         .library(name: "HandoffKit", targets: ["HandoffKit"]),
     ],
     targets: [
@@ -39,6 +40,8 @@ let package = Package(
         .target(name: "HandoffBluetooth", dependencies: ["CBluetooth", "HandoffCore", "HandoffTransport"]),
         // The daemon as a library: state, wiring, request handling.
         .target(name: "HandoffDaemon", dependencies: ["HandoffCore", "HandoffCrypto", "HandoffTransport", "HandoffMDNS", "HandoffBluetooth"]),
+        // Checks a Bluetooth controller on real hardware: advertise and scan for a few seconds.
+        .executableTarget(name: "handoff-ble-check", dependencies: ["HandoffBluetooth", "HandoffCore", "HandoffCrypto"]),
         .executableTarget(name: "handoffd", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffTransport"]),
         // Client of the local API, used by apps and by handoff-peer.
         .target(name: "HandoffKit", dependencies: ["HandoffCore", "HandoffTransport"]),

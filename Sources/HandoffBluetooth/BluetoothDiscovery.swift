@@ -21,7 +21,7 @@ public final class BluetoothDiscovery: DiscoveryPath {
         /// Real controllers get a non-connectable beacon (nothing can connect
         /// to it); Bumble's emulated link forwards only connectable
         /// undirected advertising (lab-notes), so the lab uses that.
-        var advertisingType: AdvertisingParameters.AdvertisingType {
+        public var advertisingType: AdvertisingParameters.AdvertisingType {
             device.hasPrefix("unix:") ? .connectableUndirected : .nonConnectableUndirected
         }
     }
@@ -42,8 +42,8 @@ public final class BluetoothDiscovery: DiscoveryPath {
     private let sequence = Mutex(())
     private let stopped = Atomic<Bool>(false)
     static let retryInterval: Duration = .seconds(2)
-    static let leEventMask: UInt64 = 0x0000_0000_000F_FFFF
-    static let eventMask: UInt64 = 0x2000_1FFF_FFFF_FFFF // the specification's default plus LE Meta (bit 61)
+    public static let leEventMask: UInt64 = 0x0000_0000_000F_FFFF
+    public static let eventMask: UInt64 = 0x2000_1FFF_FFFF_FFFF // the specification's default plus LE Meta (bit 61)
 
     public init(configuration: Configuration) {
         self.configuration = configuration
