@@ -18,12 +18,8 @@ public final class BluetoothDiscovery: DiscoveryPath {
             self.device = device
         }
 
-        /// Real controllers get a non-connectable beacon (nothing can connect
-        /// to it); Bumble's emulated link forwards only connectable
-        /// undirected advertising (lab-notes), so the lab uses that.
-        public var advertisingType: AdvertisingParameters.AdvertisingType {
-            device.hasPrefix("unix:") ? .connectableUndirected : .nonConnectableUndirected
-        }
+        /// A beacon nothing can connect to.
+        public var advertisingType: AdvertisingParameters.AdvertisingType { .nonConnectableUndirected }
     }
 
     public struct Status: Sendable {
@@ -123,11 +119,15 @@ public final class BluetoothDiscovery: DiscoveryPath {
         }
         let address = BluetoothAddress.nonResolvablePrivate(from: beacon.token)
         try sequence.withLock { _ throws(HandoffError) in
+            // The random address may change only while neither advertising nor
+            // scanning (Core Vol 4, Part E, 7.8.4): pause the scan around it.
             try driver.executeIgnoringStatus(.leSetAdvertisingEnable(false))
+            try driver.executeIgnoringStatus(.leSetScanEnable(false, filterDuplicates: false))
             try driver.execute(.leSetRandomAddress(address))
             try driver.execute(.leSetAdvertisingParameters(AdvertisingParameters(type: configuration.advertisingType)))
             try driver.execute(.leSetAdvertisingData(data))
             try driver.execute(.leSetAdvertisingEnable(true))
+            try driver.execute(.leSetScanEnable(true, filterDuplicates: false))
         }
         update { $0.address = address.description }
     }

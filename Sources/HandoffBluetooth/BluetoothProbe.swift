@@ -44,8 +44,7 @@ public enum BluetoothProbe {
         do { data = try beacon.advertisingData() } catch {
             throw HandoffError(.internal, "The test beacon does not fit: \(error).", fix: "Report this as a bug.")
         }
-        var settings = BluetoothDiscovery.Configuration(device: device)
-        settings.companyID = companyID
+        let settings = BluetoothDiscovery.Configuration(device: device)
         try driver.execute(.setEventMask(BluetoothDiscovery.eventMask))
         try driver.execute(.leSetEventMask(BluetoothDiscovery.leEventMask))
         try driver.executeIgnoringStatus(.leSetScanEnable(false, filterDuplicates: false))
