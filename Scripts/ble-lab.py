@@ -23,8 +23,12 @@ line per command, "ok ..." or "error ...":
                           connections end with a supervision timeout (0x08)
     rssi HOST DBM|reset   everyone else hears HOST at DBM (-127..20) from now
                           on; reset returns to Bumble's fixed -50 dBm
-    status                one line: HOST range=in|out rssi=default|DBM
-                          client=yes|no adv=on|off scan=on|off, hosts split by "; "
+    controller HOST remove|restore
+                          unplug HOST's controller (its client is cut off and
+                          new connections are closed at once) / plug it back
+    status                one line: HOST range=in|out controller=present|removed
+                          rssi=default|DBM client=yes|no adv=on|off scan=on|off,
+                          hosts split by "; "
     help                  the command list
     quit                  stop the lab
 Example: echo 'rssi a -85' | socat - UNIX-CONNECT:DIR/control.sock
@@ -419,6 +423,10 @@ class HciPort(asyncio.Protocol):
 
     def connection_made(self, transport):
         self.transport = transport
+        if self.host.removed:
+            # The controller is unplugged: the socket answers, the device does not.
+            transport.close()
+            return
         previous = self.host.client
         if previous is not None:
             log.info("%s: new client replaces the previous one", self.host.name)
@@ -465,6 +473,7 @@ class Host:
     server: asyncio.AbstractServer = None
     client: HciPort = None
     rssi: int = None  # override, None for the default
+    removed: bool = False  # "controller HOST remove": as if the adapter were unplugged
 
 
 class Lab:
@@ -568,7 +577,20 @@ class Lab:
         words = text.split()
         command, arguments = words[0].lower(), words[1:]
         if command == "help":
-            return "ok commands: range HOST out|in; rssi HOST DBM|reset; status; help; quit"
+            return "ok commands: range HOST out|in; rssi HOST DBM|reset; controller HOST remove|restore; status; help; quit"
+        if command == "controller":
+            if len(arguments) != 2 or arguments[1] not in ("remove", "restore"):
+                return "error usage: controller HOST remove|restore"
+            host = self.hosts.get(arguments[0])
+            if host is None:
+                return self.unknown_host(arguments[0])
+            host.removed = arguments[1] == "remove"
+            # Unplugged: off the air, and its client loses the connection.
+            self.air.set_in_range(host.controller, not host.removed)
+            if host.removed and host.client is not None:
+                host.client.transport.close()
+            log.info("%s: controller %s", host.name, "removed" if host.removed else "restored")
+            return f"ok {host.name} controller={'removed' if host.removed else 'present'}"
         if command == "quit":
             return "ok stopping" if not arguments else "error usage: quit"
         if command == "status":
@@ -614,6 +636,7 @@ class Lab:
         return " ".join([
             host.name,
             "range=" + ("out" if controller in self.air.out_of_range else "in"),
+            "controller=" + ("removed" if host.removed else "present"),
             "rssi=" + ("default" if host.rssi is None else str(host.rssi)),
             "client=" + ("yes" if host.client is not None else "no"),
             "adv=" + ("on" if controller.is_advertising else "off"),

@@ -132,13 +132,19 @@ public final class BluetoothDiscovery: DiscoveryPath {
         update { $0.address = address.description }
     }
 
-    /// A new token (a new rotation period, or the first): advertise it now if the controller is up.
-    public func setBeacon(token: [UInt8]) {
-        let next = Beacon(companyID: configuration.companyID, token: token)
+    /// A new token (a new rotation period, or the first): advertise it now if the
+    /// controller is up. nil stops advertising (Handoff disabled).
+    public func setBeacon(token: [UInt8]?) {
+        let next = token.map { Beacon(companyID: configuration.companyID, token: $0) }
         beacon.withLock { $0 = next }
         guard let driver = controller.withLock({ $0 }) else { return }
-        do {
-            try advertise(next, on: driver)
+        do throws(HandoffError) {
+            if let next {
+                try advertise(next, on: driver)
+            } else {
+                try sequence.withLock { _ throws(HandoffError) in try driver.executeIgnoringStatus(.leSetAdvertisingEnable(false)) }
+                update { $0.address = nil }
+            }
         } catch {
             update { $0.text = "advertising failed: \(error.message)" }
         }

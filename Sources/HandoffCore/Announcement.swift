@@ -17,6 +17,9 @@ public struct Announcement: Equatable, Sendable {
     public var timestampMillis: UInt64
     public var transferPort: UInt16
     public var ttlSeconds: UInt16
+    /// What the sender says about its own transport conditions, so that a
+    /// peer can name the one that fails on the sender's side.
+    public var state: SenderState = []
     public var name: String
     public var summary: SignedSummary?
 
@@ -30,6 +33,17 @@ public struct Announcement: Equatable, Sendable {
         self.ttlSeconds = ttlSeconds
         self.name = name
         self.summary = summary
+    }
+
+    public struct SenderState: OptionSet, Sendable, Hashable {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// Handoff is switched off on the sender (`handoff-peer disable`).
+        public static let disabled = SenderState(rawValue: 0x01)
+        /// The sender uses Bluetooth (it was given a controller).
+        public static let bluetoothConfigured = SenderState(rawValue: 0x02)
+        /// ... and its controller is up, advertising and scanning.
+        public static let bluetoothWorking = SenderState(rawValue: 0x04)
     }
 
     public static let magic: [UInt8] = Array("HNDF".utf8)
@@ -50,6 +64,7 @@ public struct Announcement: Equatable, Sendable {
         writer.write(timestampMillis)
         writer.write(transferPort)
         writer.write(ttlSeconds)
+        writer.write(state.rawValue)
         writer.write(UInt8(name.utf8.count))
         writer.write(contentsOf: name.utf8)
         let summaryBytes = summary?.encoded ?? []
@@ -91,6 +106,8 @@ public struct ReceivedAnnouncement: Sendable {
         let timestamp = try reader.readUInt64BE()
         let port = try reader.readUInt16BE()
         let ttl = try reader.readUInt16BE()
+        // Bits this version does not know are kept (the signature covers them) and mean nothing here.
+        let state = Announcement.SenderState(rawValue: try reader.readUInt8())
         let nameLength = Int(try reader.readUInt8())
         guard nameLength <= Summary.nameBytes else {
             throw .tooLong(field: "device name", length: nameLength, limit: Summary.nameBytes)
@@ -105,8 +122,10 @@ public struct ReceivedAnnouncement: Sendable {
         case SignatureSize.ed25519: signature = try reader.readBytes(SignatureSize.ed25519)
         default: throw .invalidValue("signature must be \(SignatureSize.ed25519) bytes, found \(reader.remaining)")
         }
-        announcement = Announcement(kind: kind, senderKey: key, sequence: sequence, timestampMillis: timestamp,
-                                    transferPort: port, ttlSeconds: ttl, name: name, summary: summary)
+        var decoded = Announcement(kind: kind, senderKey: key, sequence: sequence, timestampMillis: timestamp,
+                                   transferPort: port, ttlSeconds: ttl, name: name, summary: summary)
+        decoded.state = state
+        announcement = decoded
         body = Array(bytes[0..<bodyLength])
     }
 

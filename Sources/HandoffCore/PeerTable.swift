@@ -42,6 +42,8 @@ public struct Peer: Sendable {
     public var offer: SignedSummary?
     /// The offer sequence the user declined; hidden until a newer one arrives.
     public var declinedSequence: UInt64?
+    /// What the peer last said about itself (disabled, Bluetooth state).
+    public var senderState: Announcement.SenderState = []
 
     public func isExpired(nowMillis: UInt64) -> Bool { lastSeenMillis + ttlMillis <= nowMillis }
 
@@ -161,6 +163,7 @@ public struct PeerTable: Sendable {
         peer.ttlMillis = ttlMillis
         peer.announceSequence = announcement.sequence
         peer.lastDatagram = datagram
+        peer.senderState = announcement.state
 
         switch checkOffer(announcement.summary, from: key, current: peer.offer, nowMillis: nowMillis, verifier: verifier) {
         case .keep:

@@ -140,7 +140,8 @@ extension Daemon {
         let epoch = ServiceRecord.epoch(wallClockMillis: wallClockMillis())
         guard epoch != publishedEpoch else { return }
         publishedEpoch = epoch
-        mdns.publish(ServiceRecord(token: DiscoveryToken.token(for: identity.publicKey, epoch: epoch)))
+        // Disabled: not on mDNS at all.
+        mdns.publish(settings.enabled ? ServiceRecord(token: DiscoveryToken.token(for: identity.publicKey, epoch: epoch)) : nil)
     }
 
     /// Paths by which `key` is currently seen, for `list` and `status`.
@@ -152,4 +153,8 @@ extension Daemon {
         }
         return names.sorted()
     }
+}
+
+extension AvahiDiscovery: AvahiDiscoveryStatusReporting {
+    var isAvailable: Bool { currentStatus.available }
 }

@@ -124,6 +124,34 @@ extension Daemon {
                  "publicKey": .string($0.key.hex), "pairedAtMillis": .integer(Int64(clamping: $0.addedAtMillis)),
                  "inRange": .bool(inRange.contains($0.key))]
             })]
+        case "enable", "disable":
+            try setEnabled(op == "enable")
+            return ["enabled": .bool(settings.enabled)]
+        case "doctor":
+            return await doctor(reference: fields["peer"]?.stringValue)
+        case "declare":
+            guard let app = fields["app"]?.stringValue, !app.isEmpty, let list = fields["types"]?.arrayValue else {
+                throw .invalidRequest("declare needs \"app\" (a name) and \"types\" (a list of activity types).")
+            }
+            var types: Set<String> = []
+            for item in list {
+                guard let type = item.stringValue else { throw .invalidRequest("\"types\" must hold strings.") }
+                try Activity.validateType(type)
+                types.insert(type)
+            }
+            // Held while this connection stays open: an app that quits stops declaring.
+            declarations.registered[ObjectIdentifier(connection)] = (app, types)
+            log.info("app \(app) declares \(types.count) activity type(s)")
+            return ["declared": .array(types.sorted().map { .string($0) })]
+        case "declarations":
+            let disk = AppDeclarations.scanDisk().map { entry -> JSONValue in
+                ["app": .string(entry.name), "desktopFile": .string(entry.desktopID), "running": false,
+                 "types": .array(entry.types.map { .string($0) })]
+            }
+            let running = declarations.registered.values.map { entry -> JSONValue in
+                ["app": .string(entry.app), "running": true, "types": .array(entry.types.sorted().map { .string($0) })]
+            }
+            return ["apps": .array(running + disk)]
         case "untrust":
             return try untrustRequest(fields)
         case "subscribe":
@@ -133,7 +161,7 @@ extension Daemon {
             _ = sink.send(["id": id ?? .null, "ok": true, "result": ["subscribed": true]])
             return nil
         default:
-            throw .invalidRequest("Unknown op '\(op)'. Known: publish, becomeCurrent, resign, invalidate, list, accept, decline, status, id, pair, pairListen, pairConfirm, pairable, devices, untrust, subscribe.")
+            throw .invalidRequest("Unknown op '\(op)'. Known: publish, becomeCurrent, resign, invalidate, list, accept, decline, status, id, pair, pairListen, pairConfirm, pairable, devices, untrust, enable, disable, doctor, declare, declarations, subscribe.")
         }
     }
 
@@ -196,6 +224,7 @@ extension Daemon {
             "discovery": .array(discoveryPaths.map { ["path": .string($0.name), "state": .string($0.state)] }),
             "peers": .integer(Int64(peers.peers.values.filter { isNear($0.key, nowMillis: wallClockMillis()) }.count)), "trustedDevices": .integer(Int64(trust.entries.count)),
             "drops": peers.drops.json, "current": current, "mdns": mdnsStatus(), "bluetooth": bluetoothStatus(),
+            "enabled": .bool(settings.enabled),
             "transfers": ["served": .integer(Int64(servedCount)), "refused": .integer(Int64(refusedCount))],
         ]
     }
@@ -228,7 +257,11 @@ extension Daemon {
         return ["untrusted": .string(Ed25519.deviceID(of: entry.key).description)]
     }
 
+    /// A local client went away: its subscription and its app registration end.
     func unsubscribe(_ connection: StreamConnection) {
         subscribers = subscribers.filter { $0.value.connection !== connection }
+        if declarations.registered.removeValue(forKey: ObjectIdentifier(connection)) != nil {
+            log.info("an app's run-time declaration ended with its connection")
+        }
     }
 }

@@ -58,7 +58,8 @@ extension Daemon {
         let epoch = ServiceRecord.epoch(wallClockMillis: wallClockMillis())
         guard epoch != advertisedEpoch else { return }
         advertisedEpoch = epoch
-        bluetooth.setBeacon(token: DiscoveryToken.beaconToken(for: identity.publicKey, epoch: epoch))
+        // Disabled: no beacon (the controller keeps scanning, so status can still say who is near).
+        bluetooth.setBeacon(token: settings.enabled ? DiscoveryToken.beaconToken(for: identity.publicKey, epoch: epoch) : nil)
     }
 
     func proximityJSON(_ key: DeviceKey, nowMillis: UInt64) -> JSONValue {

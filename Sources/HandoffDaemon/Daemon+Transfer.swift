@@ -51,6 +51,9 @@ extension Daemon {
         guard trust.contains(requester) else {
             return refuse(.trust, "\(configuration.name) (\(deviceID)) is not paired with device \(requesterID)")
         }
+        guard settings.enabled else {
+            return refuse(.enabled, "Handoff is switched off on \(configuration.name)")
+        }
         guard let current = published, request.summarySender == identity.publicKey,
               request.summarySequence == current.summary.summary.sequence,
               constantTimeEqual(request.payloadDigest, current.summary.summary.payloadDigest),
@@ -156,45 +159,78 @@ extension Daemon {
     nonisolated static func fix(forRefusal code: HandoffError.Code, identity: Identity) -> String {
         switch code {
         case .trust: "Pair the two hosts: run 'handoff-peer pair' on the other host and 'handoff-peer pair <its name>' here."
+        case .enabled: "On the other host, run 'handoff-peer enable'."
         case .notCurrent: "The other host has moved on; run 'handoff-peer list' to see what it offers now."
         default: "Check the other host's log (handoffd) for details."
         }
     }
 
-    /// Accepts the offer of `reference`: willContinue, then exactly one of continued or failed.
+    typealias AcceptOutcome = Result<(peer: Peer, activity: Activity, timing: FetchTiming), HandoffError>
+
+    struct InflightKey: Hashable {
+        var peer: DeviceKey
+        var sequence: UInt64
+    }
+
+    /// Accepts the offer of `reference`. Every condition is checked before
+    /// anything is fetched; once willContinue is sent, exactly one of continued
+    /// or failed follows, whatever happens. A second accept of the same offer
+    /// while the first runs shares its outcome instead of fetching again.
     func accept(_ reference: String) async throws(HandoffError) -> (peer: Peer, activity: Activity, timing: FetchTiming) {
-        let peer = try peers.resolve(reference)
-        guard isNear(peer.key, nowMillis: wallClockMillis()) else {
-            let reading = proximity.readings[peer.key]
-            let evidence = reading.map { "last beacon \((wallClockMillis() &- $0.lastHeardMillis) / 1000) s ago at \(Int($0.smoothedRSSI)) dBm" } ?? "no beacon heard"
-            throw HandoffError(.proximity, "\(peer.name) is not near: \(evidence), threshold \(proximity.settings.thresholdDBM) dBm.",
-                               fix: "Bring the two laptops closer together and check that Bluetooth is on for both.")
-        }
-        guard let offer = peer.visibleOffer(nowMillis: wallClockMillis()) else {
+        let now = wallClockMillis()
+        let peer = try resolveForAccept(reference, nowMillis: now)
+        try checkConditions(before: peer, nowMillis: now)
+        guard let offer = peer.visibleOffer(nowMillis: now) else {
             throw HandoffError(.notFound, "\(peer.name) (\(peer.deviceID)) offers nothing to continue right now.",
                                fix: "Make an activity current on \(peer.name), e.g. 'handoff-peer publish', then run 'handoff-peer list'.")
         }
+        let type = offer.summary.activityType
+        guard !declarations.apps(for: type).isEmpty else {
+            throw HandoffError(.app, "No app on this host declares the activity type \(type).",
+                               fix: "Install or start an app that continues \(type): it lists the type in X-Handoff-ActivityTypes in its .desktop file, or registers it over the local API (Docs/APPS.md).")
+        }
+        let key = InflightKey(peer: peer.key, sequence: offer.summary.sequence)
+        if inflightAccepts[key] != nil {
+            let shared: AcceptOutcome = await withCheckedContinuation { inflightAccepts[key]?.append($0) }
+            return try shared.get()
+        }
+        inflightAccepts[key] = []
         nextAcceptID += 1
         let acceptID = Int64(nextAcceptID)
-        let type = offer.summary.activityType
+        activeAccepts[acceptID] = (peer.deviceID, type)
         broadcast(["event": "willContinue", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description), "type": .string(type)])
         log.info("accepting type \(type) from \(peer.deviceID)")
         let (identity, timeout) = (identity, configuration.transferTimeoutMillis)
         let (hosts, port, name) = (peer.hosts, peer.transferPort, peer.name)
-        let (outcome, timing) = await onThread(name: "fetch") {
+        let (fetched, timing) = await onThread(name: "fetch") {
             Daemon.fetch(offer: offer, hosts: hosts, port: port, peerName: name, identity: identity, timeoutMillis: timeout)
         }
-        switch outcome {
-        case let .success(activity):
-            log.info("continued type \(type) from \(peer.deviceID): handshake \(Int(timing.handshakeMillis)) ms, transfer \(Int(timing.transferMillis)) ms")
-            broadcast(["event": "continued", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
-                       "activity": activity.json])
-            return (peer, activity, timing)
-        case let .failure(error):
-            log.info("accept of type \(type) from \(peer.deviceID) failed: \(error.code.rawValue)")
-            broadcast(["event": "failed", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
-                       "type": .string(type), "error": error.json])
-            throw error
+        let outcome: AcceptOutcome = fetched.map { (peer, $0, timing) }
+        // Gone when the daemon is stopping and has already reported this accept as failed.
+        if activeAccepts.removeValue(forKey: acceptID) != nil {
+            switch outcome {
+            case let .success(result):
+                log.info("continued type \(type) from \(peer.deviceID): handshake \(Int(timing.handshakeMillis)) ms, transfer \(Int(timing.transferMillis)) ms")
+                broadcast(["event": "continued", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
+                           "activity": result.activity.json])
+            case let .failure(error):
+                log.info("accept of type \(type) from \(peer.deviceID) failed: \(error.code.rawValue)")
+                broadcast(["event": "failed", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
+                           "type": .string(type), "error": error.json])
+            }
         }
+        for waiter in inflightAccepts.removeValue(forKey: key) ?? [] { waiter.resume(returning: outcome) }
+        return try outcome.get()
+    }
+
+    /// On stop: every accept still running gets its one outcome now.
+    func failActiveAccepts() {
+        for (acceptID, accept) in activeAccepts {
+            broadcast(["event": "failed", "acceptId": .integer(acceptID), "peer": .string(accept.peer.description),
+                       "type": .string(accept.type),
+                       "error": HandoffError(.connectionLost, "handoffd on this host stopped during the transfer.",
+                                             fix: "Start handoffd again and accept again.").json])
+        }
+        activeAccepts.removeAll()
     }
 }

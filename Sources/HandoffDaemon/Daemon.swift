@@ -17,6 +17,7 @@ public actor Daemon {
     let verifier = Ed25519()
     let stateDirectory: StateDirectory
     var trust: TrustStore
+    var settings: Settings
     var peers: PeerTable
     var published: PublishedActivity?
     /// The activity after `resign`, kept so `becomeCurrent` can offer it again.
@@ -45,6 +46,9 @@ public actor Daemon {
     var beaconEpoch: UInt64?
     var advertisedEpoch: UInt64?
     var unknownBeacons = 0
+    var declarations = AppDeclarations()
+    var inflightAccepts: [InflightKey: [CheckedContinuation<AcceptOutcome, Never>]] = [:]
+    var activeAccepts: [Int64: (peer: DeviceID, type: String)] = [:]
     var transferListener: StreamListener?
     var apiListener: StreamListener?
     var transferPort: UInt16 = 0
@@ -70,6 +74,7 @@ public actor Daemon {
         self.identity = identity
         deviceID = identity.deviceID
         trust = try TrustStore.load(from: stateDirectory)
+        settings = try Settings.load(from: stateDirectory)
         peers = PeerTable(ownKey: identity.publicKey, fingerprint: Ed25519.deviceID(of:))
         proximity = ProximityTracker(settings: configuration.proximity)
         // Sequences start from the clock so they keep growing across restarts.
@@ -117,6 +122,8 @@ public actor Daemon {
     /// Says goodbye so peers drop this host at once, then closes everything.
     public func shutdown() {
         log.info("stopping")
+        failActiveAccepts()
+        for sink in subscribers.values { sink.flush() }
         announce(kind: .goodbye)
         for path in discoveryPaths { path.stop() }
         transferListener?.stop()
@@ -159,16 +166,18 @@ public actor Daemon {
     func announce(kind: Announcement.Kind = .present) {
         announceSequence = max(announceSequence + 1, wallClockMillis())
         let now = wallClockMillis()
-        let announcement = Announcement(kind: kind, senderKey: identity.publicKey, sequence: announceSequence,
+        // A disabled host still tells its paired devices it is there and disabled, and offers nothing.
+        var announcement = Announcement(kind: kind, senderKey: identity.publicKey, sequence: announceSequence,
                                         timestampMillis: now, transferPort: transferPort,
                                         ttlSeconds: configuration.peerTTLSeconds, name: configuration.name,
-                                        summary: kind == .present ? published?.summary : nil)
+                                        summary: kind == .present && settings.enabled ? published?.summary : nil)
+        announcement.state = senderState()
         var outgoing: [OutgoingAnnouncement] = []
         do {
             let inner = try announcement.signedDatagram(by: identity)
             let epoch = ServiceRecord.epoch(wallClockMillis: now)
             // With Bluetooth on, summaries go only to devices that are near; a goodbye goes to all.
-            for key in trust.entries.keys where kind == .goodbye || isNear(key, nowMillis: now) {
+            for key in trust.entries.keys where kind == .goodbye || !settings.enabled || isNear(key, nowMillis: now) {
                 guard let pairKey = pairKey(for: key) else { continue }
                 outgoing.append(OutgoingAnnouncement(
                     recipient: key, bytes: AnnouncementSeal.seal(inner, pairKey: pairKey, sender: identity.publicKey, epoch: epoch)))
@@ -183,6 +192,31 @@ public actor Daemon {
             log.error("cannot encode announcement: \(error)")
         }
         for path in discoveryPaths { path.announce(outgoing) }
+    }
+
+    func senderState() -> Announcement.SenderState {
+        var state: Announcement.SenderState = []
+        if !settings.enabled { state.insert(.disabled) }
+        if let bluetooth {
+            state.insert(.bluetoothConfigured)
+            if bluetooth.currentStatus.available { state.insert(.bluetoothWorking) }
+        }
+        return state
+    }
+
+    /// `enable` / `disable`: persisted first, then applied to every path.
+    func setEnabled(_ enabled: Bool) throws(HandoffError) {
+        var updated = settings
+        updated.enabled = enabled
+        try updated.save(to: stateDirectory)
+        settings = updated
+        log.info("handoff \(enabled ? "enabled" : "disabled")")
+        publishedEpoch = nil
+        rotateServiceRecord()
+        advertisedEpoch = nil
+        rotateBeacon()
+        broadcast(["event": enabled ? "enabled" : "disabled"])
+        announce()
     }
 
     func pairKey(for key: DeviceKey) -> [UInt8]? {

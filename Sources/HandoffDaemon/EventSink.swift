@@ -29,4 +29,9 @@ final class EventSink: Sendable {
         }
         return true
     }
+
+    /// Waits until everything queued so far is written (used before the daemon exits).
+    func flush() {
+        queue.sync {}
+    }
 }

@@ -46,6 +46,13 @@ enum Commands {
                     arguments: [.init("DEVICE", help: "Device id or public key.")]),
         CommandSpec(name: "id", abstract: "Print this device's id (for people to compare) and public key.",
                     options: [.init("key", help: "Print only the public key."), json]),
+        CommandSpec(name: "doctor", abstract: "Check the six conditions (trust, bluetooth, network, enabled, proximity, app) here and, given a peer, with it.",
+                    arguments: [.init("PEER", optional: true, help: "A paired device (name or device id) to check the conditions with.")],
+                    options: [json],
+                    discussion: "Exits 0 when no condition fails (warnings allowed), 1 otherwise. Docs/CONDITIONS.md explains each condition."),
+        CommandSpec(name: "enable", abstract: "Switch Handoff on (it stays on across restarts)."),
+        CommandSpec(name: "disable", abstract: "Switch Handoff off: this host offers and accepts nothing, and its peers are told why."),
+        CommandSpec(name: "apps", abstract: "List the apps that continue activities here and the types each declares.", options: [json]),
         CommandSpec(name: "watch", abstract: "Stream events: peers appearing and leaving, offers, willContinue, continued, failed.",
                     options: [json]),
     ]

@@ -35,6 +35,11 @@ struct Runner {
             print("No longer trusted: \(result["untrusted"]?.stringValue ?? "?").")
         case "id": try identity()
         case "watch": try watch()
+        case "doctor": return try doctor()
+        case "enable", "disable":
+            _ = try client.request(command)
+            print(command == "enable" ? "Handoff is on." : "Handoff is off: this host offers and accepts nothing until 'handoff-peer enable'.")
+        case "apps": try apps()
         default: break
         }
         return 0
@@ -224,6 +229,47 @@ struct Runner {
             print("Paired with \(name) (\(result["peer"]?.stringValue ?? "")).")
         }
         return 0
+    }
+
+    private func doctor() throws(HandoffError) -> Int32 {
+        var parameters: [String: JSONValue] = [:]
+        if let peer = arguments.positionals.first { parameters["peer"] = .string(peer) }
+        let report = try client.request("doctor", parameters)
+        let ok = report["ok"] == .bool(true)
+        if wantsJSON {
+            print(report.prettyPrinted())
+            return ok ? 0 : ExitCode.failure
+        }
+        let subject = report["peer"]?.stringValue.map { "\(safe(report["host"]?.stringValue ?? "")) and \(safe($0))" }
+            ?? safe(report["host"]?.stringValue ?? "this host")
+        print("Handoff conditions for \(subject):")
+        var fixes: [String] = []
+        for condition in report["conditions"]?.arrayValue ?? [] {
+            let code = condition["code"]?.stringValue ?? "?"
+            let status = condition["status"]?.stringValue ?? "?"
+            print("  \(code.padding(toLength: 10, withPad: " ", startingAt: 0))\(status.padding(toLength: 5, withPad: " ", startingAt: 0))  \(safe(condition["evidence"]?.stringValue ?? ""))")
+            if status == "fail" || status == "warn", let fix = condition["fix"]?.stringValue, !fix.isEmpty {
+                fixes.append("  \(code): \(fix)")
+            }
+        }
+        if !fixes.isEmpty { print("\nFix:\n" + fixes.joined(separator: "\n")) }
+        return ok ? 0 : ExitCode.failure
+    }
+
+    private func apps() throws(HandoffError) {
+        let apps = try client.request("declarations")["apps"]?.arrayValue ?? []
+        if wantsJSON {
+            print(JSONValue.array(apps).prettyPrinted())
+            return
+        }
+        guard !apps.isEmpty else {
+            print("No app declares an activity type. Apps declare them with X-Handoff-ActivityTypes in their .desktop file (Docs/APPS.md).")
+            return
+        }
+        printTable([["APP", "RUNNING", "TYPES"]] + apps.map {
+            [safe($0["app"]?.stringValue ?? ""), $0["running"] == .bool(true) ? "yes" : "no",
+             ($0["types"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: " ")]
+        })
     }
 
     private func ownName() throws(HandoffError) -> String {

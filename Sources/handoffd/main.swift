@@ -22,6 +22,7 @@ let spec = CommandSpec(
         .init("discovery-port", value: "N", help: "UDP port of multicast announcements (default 47180; all hosts must agree)."),
         .init("announce-interval", value: "SECONDS", help: "Repeat the announcement this often (default 5; changes go out at once)."),
         .init("peer-ttl", value: "SECONDS", help: "Peers drop this host after this long without an announcement (default 15)."),
+        .init("transfer-timeout", value: "SECONDS", help: "Give up on a peer that stops answering during a transfer after this long (default 10)."),
         .init("log-level", value: "LEVEL", help: "debug, info, warning or error (default info). Logs never contain titles or payloads."),
     ],
     discussion: """
@@ -70,6 +71,7 @@ if let port: UInt16 = number(arguments, "port", 0...65535) { configuration.trans
 if let port: UInt16 = number(arguments, "discovery-port", 1...65535) { configuration.multicast.port = port }
 if let seconds: UInt64 = number(arguments, "announce-interval", 1...3600) { configuration.announceIntervalMillis = seconds * 1000 }
 if let seconds: UInt16 = number(arguments, "peer-ttl", 2...3600) { configuration.peerTTLSeconds = seconds }
+if let seconds: Int = number(arguments, "transfer-timeout", 1...600) { configuration.transferTimeoutMillis = seconds * 1000 }
 if let device = arguments.value("hci"), device != "none" {
     guard device.hasPrefix("unix:") ? device.count > 5 : device.hasPrefix("hci") && Int(device.dropFirst(3)) != nil else {
         fail(UsageError.invalidValue(option: "--hci", reason: "'\(device)' is not hciN, unix:PATH or none.").description, usage: true)

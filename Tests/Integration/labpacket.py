@@ -57,8 +57,8 @@ def send(path, mutate):
     elif mutate == "truncate":
         data = data[:-64]
     elif mutate == "clear-v1":
-        # magic, version 1, kind present, key, sequence, timestamp, port, ttl, empty name, no summary, signature
-        body = b"HNDF" + bytes([1, 1]) + bytes(32) + struct.pack(">QQHH", 1, int(time.time() * 1000), 47181, 15) + b"\x00" + b"\x00\x00"
+        # magic, version 1, kind present, key, sequence, timestamp, port, ttl, state, empty name, no summary, signature
+        body = b"HNDF" + bytes([1, 1]) + bytes(32) + struct.pack(">QQHH", 1, int(time.time() * 1000), 47181, 15) + b"\x00" + b"\x00" + b"\x00\x00"
         data = bytearray(body + bytes(64))
     elif mutate == "garbage":
         data = bytearray(os.urandom(200))

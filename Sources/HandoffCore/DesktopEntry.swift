@@ -1,0 +1,47 @@
+import Foundation
+
+/// The `[Desktop Entry]` group of a freedesktop.org `.desktop` file, read
+/// only as far as Handoff needs: an app declares the activity types it
+/// continues with `X-Handoff-ActivityTypes=type1;type2;` (Docs/APPS.md), and
+/// how to start it with `Exec=`.
+public struct DesktopEntry: Equatable, Sendable {
+    public static let activityTypesKey = "X-Handoff-ActivityTypes"
+    /// .desktop files are small; anything larger is not one.
+    public static let maximumBytes = 64 * 1024
+
+    public var fields: [String: String]
+
+    public init(parsing text: String) throws(WireError) {
+        guard text.utf8.count <= Self.maximumBytes else {
+            throw .tooLong(field: "desktop file", length: text.utf8.count, limit: Self.maximumBytes)
+        }
+        var fields: [String: String] = [:]
+        var inMainGroup = false
+        for rawLine in text.split(whereSeparator: \.isNewline) {
+            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            if line.hasPrefix("[") {
+                inMainGroup = line == "[Desktop Entry]"
+                continue
+            }
+            guard inMainGroup, let equals = line.firstIndex(of: "=") else { continue }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            // Localised keys (Name[de]=...) are not ours; the first occurrence of a key wins.
+            guard !key.contains("["), fields[key] == nil else { continue }
+            fields[key] = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+        }
+        self.fields = fields
+    }
+
+    /// The declared activity types that are valid reverse-DNS names; others are ignored.
+    public var activityTypes: [String] {
+        guard let list = fields[Self.activityTypesKey] else { return [] }
+        return list.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { (try? Activity.validateType($0)) != nil }
+    }
+
+    public var name: String? { fields["Name"] }
+    public var exec: String? { fields["Exec"] }
+    /// `Hidden=true` means the entry was deleted by the user (Desktop Entry Specification).
+    public var isHidden: Bool { fields["Hidden"] == "true" }
+}
