@@ -88,6 +88,13 @@ public struct PeerTable: Sendable {
         self.fingerprint = fingerprint
     }
 
+    /// Inside [now - ttl - skew, now + skew]: neither stale nor from a clock too far
+    /// ahead to trust. Computed from `now`, so no timestamp, however large, overflows.
+    public static func isFresh(timestampMillis: UInt64, ttlMillis: UInt64, nowMillis: UInt64) -> Bool {
+        let skew = maximumClockSkewMillis
+        return timestampMillis > nowMillis &- min(nowMillis, ttlMillis &+ skew) && timestampMillis <= nowMillis &+ skew
+    }
+
     public mutating func receive(datagram: [UInt8], fromHost host: String, path: String = "multicast", nowMillis: UInt64,
                                  verifier: some SignatureVerifying,
                                  isTrusted: (DeviceKey) -> Bool) -> [PeerEvent] {
@@ -119,11 +126,7 @@ public struct PeerTable: Sendable {
             return []
         }
         let ttlMillis = UInt64(announcement.ttlSeconds) * 1000
-        // Outside [now - ttl - skew, now + skew]: stale, or from a clock too far ahead to trust.
-        // Computed from `now` so that no timestamp, however large, can overflow.
-        let skew = Self.maximumClockSkewMillis
-        guard announcement.timestampMillis > nowMillis &- min(nowMillis, ttlMillis + skew),
-              announcement.timestampMillis <= nowMillis + skew else {
+        guard Self.isFresh(timestampMillis: announcement.timestampMillis, ttlMillis: ttlMillis, nowMillis: nowMillis) else {
             drops.expired += 1
             return []
         }

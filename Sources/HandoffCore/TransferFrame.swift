@@ -165,7 +165,10 @@ public enum TransferFrame: Equatable, Sendable {
             guard messageLength <= Refusal.messageBytes else {
                 throw .tooLong(field: "refusal message", length: messageLength, limit: Refusal.messageBytes)
             }
-            let message = try reader.readUTF8(messageLength)
+            // Shown to the user: characters that could rewrite the terminal are dropped.
+            let message = String(String.UnicodeScalarView(try reader.readUTF8(messageLength).unicodeScalars.filter {
+                !Activity.containsUnsafeCharacters(String($0))
+            }))
             // An unknown code from a newer peer still fails closed, as an internal error.
             self = .refusal(Refusal(code: HandoffError.Code(rawValue: codeText) ?? .internal, message: message))
         case .pairRequest:

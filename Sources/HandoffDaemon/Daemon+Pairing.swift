@@ -53,9 +53,10 @@ extension Daemon {
     }
 
     func notePairingBeacon(_ beacon: Announcement, from host: String, nowMillis: UInt64) {
+        // Our own beacon can come back through multicast loopback.
+        guard beacon.senderKey != identity.publicKey else { return }
         let ttl = UInt64(beacon.ttlSeconds) * 1000
-        guard beacon.timestampMillis + PeerTable.maximumClockSkewMillis > nowMillis,
-              beacon.timestampMillis <= nowMillis + PeerTable.maximumClockSkewMillis else {
+        guard PeerTable.isFresh(timestampMillis: beacon.timestampMillis, ttlMillis: ttl, nowMillis: nowMillis) else {
             return peers.recordDrop(\.expired)
         }
         pairing.beacons[beacon.senderKey] = .init(key: beacon.senderKey, name: beacon.name, host: host,
@@ -154,23 +155,36 @@ extension Daemon {
         return ([beacon.host], beacon.port, beacon.name)
     }
 
-    /// HOST, HOST:PORT, or [IPV6]:PORT; the port defaults to 47181.
+    /// HOST, HOST:PORT, or [IPV6]:PORT; the port defaults to 47181 and must be 1 to 65535.
     static func parseAddress(_ text: String) throws(HandoffError) -> (String, UInt16) {
         let invalid = HandoffError(.invalidRequest, "'\(text)' is not an address.",
                                    fix: "Give a numeric address: 169.254.10.2, 169.254.10.2:47181 or [fe80::1%eth0]:47181.")
+        func port(_ digits: Substring) throws(HandoffError) -> UInt16 {
+            guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber),
+                  let value = UInt16(digits), value > 0 else { throw invalid }
+            return value
+        }
+        let host: String
+        var number: UInt16 = 47181
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]") else { throw invalid }
-            let host = String(text[text.index(after: text.startIndex)..<close])
+            host = String(text[text.index(after: text.startIndex)..<close])
             let rest = text[text.index(after: close)...]
-            guard rest.isEmpty || rest.hasPrefix(":"), let port = rest.isEmpty ? 47181 : UInt16(rest.dropFirst()) else { throw invalid }
-            return (host, port)
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":") else { throw invalid }
+                number = try port(rest.dropFirst())
+            }
+        } else {
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+            if parts.count > 2 {
+                host = text // a bare IPv6 address: it takes the default port (brackets carry a port)
+            } else {
+                host = String(parts[0])
+                if parts.count == 2 { number = try port(parts[1]) }
+            }
         }
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        if parts.count == 2 {
-            guard let port = UInt16(parts[1]) else { throw invalid }
-            return (String(parts[0]), port)
-        }
-        return (text, 47181)
+        guard !host.isEmpty else { throw invalid }
+        return (host, number)
     }
 
     /// `pairConfirm`: the local user's answer; returns once both sides have answered.
@@ -223,6 +237,11 @@ extension Daemon {
     }
 
     nonisolated func respondToPairing(over channel: SecureChannel) throws(HandoffError) {
+        // Read nothing from a stranger unless our user opened pairing.
+        guard waitFor({ await self.isPairingOpen() }) else {
+            try channel.send(.refusal(.init(code: .trust, message: "\(configuration.name) does not have pairing open")))
+            return
+        }
         guard case let .pairRequest(theirName) = try channel.receive() else {
             throw HandoffError(.payloadInvalid, "Expected a pairing request.", fix: "Make sure both hosts run the same handoff version.")
         }

@@ -27,6 +27,12 @@ extension Daemon {
 
     private nonisolated func serveFetch(over channel: SecureChannel) throws(HandoffError) {
         let requester = channel.session.peerKey
+        // Refuse strangers before reading anything from them.
+        guard waitFor({ await self.trust.contains(requester) }) else {
+            try channel.send(.refusal(.init(code: .trust, message: "\(configuration.name) (\(deviceID)) is not paired with device \(Ed25519.deviceID(of: requester))")))
+            waitFor { await self.countRefusal(requester) }
+            return
+        }
         let reply: TransferFrame
         if case let .fetch(request) = try channel.receive() {
             reply = waitFor { await self.answer(request, from: requester, remote: channel.connection.remote) }
@@ -37,6 +43,11 @@ extension Daemon {
         channel.connection.shutdownWrite()
         // Wait for the peer to close so the payload is not cut off by a reset.
         _ = try? channel.connection.read(exactly: 1)
+    }
+
+    func countRefusal(_ requester: DeviceKey) {
+        refusedCount += 1
+        log.info("refused fetch from unpaired \(Ed25519.deviceID(of: requester))")
     }
 
     /// Decides what a fetch gets: the payload only for a paired device (proven

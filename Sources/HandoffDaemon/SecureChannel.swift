@@ -140,26 +140,25 @@ final class SecureChannel: FrameChannel {
         } catch {
             throw HandoffError(.payloadInvalid, "The peer sent a bad frame: \(error).", fix: "Make sure both hosts run the same handoff version.")
         }
-        var received = first.count - TransferFrame.headerBytes
-        guard received <= length else { throw HandoffError(.payloadInvalid, "The frame is longer than its header says.", fix: "Make sure both hosts run the same handoff version.") }
-        var body = [UInt8](repeating: 0, count: length)
-        body.withUnsafeMutableBytes { target in
-            first.withUnsafeBytes { source in target.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[TransferFrame.headerBytes...])) }
-        }
+        // The body grows as authenticated records arrive, so a peer that merely
+        // declares a large frame makes us hold nothing it has not sent.
+        var body = Array(first[TransferFrame.headerBytes...])
+        guard body.count <= length else { throw HandoffError(.payloadInvalid, "The frame is longer than its header says.", fix: "Make sure both hosts run the same handoff version.") }
+        body.reserveCapacity(min(length, 4 * Self.recordPlaintextBytes))
         var tag = firstTag
         while tag != SecretStream.tagPush {
             let record = try readRecord()
-            let plaintextCount = record.count - SecretStream.overheadBytes
-            guard received + plaintextCount <= length else {
+            var plaintext = [UInt8](repeating: 0, count: record.count - SecretStream.overheadBytes)
+            let pulled = record.withUnsafeBytes { input in plaintext.withUnsafeMutableBytes { receiver.pull(input, into: $0.baseAddress!) } }
+            // Authenticate first: a replayed or injected record is reported as what it is.
+            guard let pulled else { throw inauthentic() }
+            guard body.count + plaintext.count <= length else {
                 throw HandoffError(.payloadInvalid, "The frame is longer than its header says.", fix: "Make sure both hosts run the same handoff version.")
             }
-            let pulled = record.withUnsafeBytes { input in
-                body.withUnsafeMutableBytes { receiver.pull(input, into: $0.baseAddress! + received) }
-            }
-            guard let pulled else { throw inauthentic() }
+            body += plaintext
             tag = pulled
-            received += plaintextCount
         }
+        let received = body.count
         guard received == length else {
             throw HandoffError(.payloadInvalid, "The frame ended \(length - received) bytes short.", fix: "Make sure both hosts run the same handoff version.")
         }

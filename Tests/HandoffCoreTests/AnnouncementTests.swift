@@ -23,13 +23,14 @@ import Testing
         0000018bcfe56801
         0000018bcfe56800
         cc79 001e
+        00
         05 616c706861
         00ca
         """) + VectorInputs.summaryBody + VectorInputs.summarySignature
 
     static let presentSignature = hex("""
-        9e89b7369fd3f4f002902de0ad3b7a3ee44aadb93ec35ac1f7e7c6ae79e4b039
-        c26adaa42fa263393881d3193b5ecd3e537230b9a414e3a05a55d47324259204
+        c48944eb4d3b7a852458c2eb3373ade6947f0a727e0bf6b3567857a04ea15c29
+        304a39047729833dfb24c7fc7298cd38a8097a9f888841a3e42ef3bad202480a
         """)
 
     static let presentDatagram = presentBody + presentSignature
@@ -40,27 +41,29 @@ import Testing
         0000018bcfe56802
         0000018bcfe569f4
         cc79 0000
+        00
         05 616c706861
         0000
-        4ff5cd3033422321baee48dd2e5bf341c03a60ba239067dce2a1ebfe996cfa72
-        b99ebbb8a9305af4681a8e0496058112bbdfa41c5aba8ddae80bb2df63b66709
+        14f0a19d01943fc3ae2d024657711a8ce2146c26d7348ba3fc7310831453ef55
+        0a9ead2083d544ab4235a1b5462c06a7f9850c8cd63eba7c156e3e23e5062007
         """)
 
     // Offsets in the present vector.
     static let kindOffset = 5
-    static let nameLengthOffset = 58
-    static let summaryLengthOffset = 64
+    static let stateOffset = 58
+    static let nameLengthOffset = 59
+    static let summaryLengthOffset = 65
 
     @Test func presentVectorEncodesAndSigns() throws {
         #expect(try Self.present.encodedBody() == Self.presentBody)
         let datagram = try Self.present.signedDatagram(by: rfcIdentity())
         #expect(datagram == Self.presentDatagram)
-        #expect(datagram.count == 332)
+        #expect(datagram.count == 333)
     }
 
     @Test func goodbyeVectorEncodesAndSigns() throws {
         #expect(try Self.goodbye.signedDatagram(by: rfcIdentity()) == Self.goodbyeDatagram)
-        #expect(Self.goodbyeDatagram.count == 66 + 64)
+        #expect(Self.goodbyeDatagram.count == 67 + 64)
     }
 
     @Test func presentVectorDecodesAndVerifies() throws {
@@ -139,7 +142,7 @@ import Testing
 
     @Test func datagramsOver1200BytesThrow() {
         #expect(throws: WireError.tooLong(field: "announcement", length: 1201, limit: 1200)) {
-            try ReceivedAnnouncement(decoding: Self.presentDatagram + [UInt8](repeating: 0, count: 1201 - 332))
+            try ReceivedAnnouncement(decoding: Self.presentDatagram + [UInt8](repeating: 0, count: 1201 - 333))
         }
         #expect(throws: WireError.tooLong(field: "announcement", length: 65_535, limit: 1200)) {
             try ReceivedAnnouncement(decoding: [UInt8](repeating: 0, count: 65_535))
@@ -169,6 +172,34 @@ import Testing
             bytes[Self.kindOffset] = kind
             #expect(throws: WireError.unknownKind(kind)) { try ReceivedAnnouncement(decoding: bytes) }
         }
+    }
+
+    /// The sender-state byte after the ttl: every combination round-trips, bits this
+    /// version does not know are kept as they came (the signature covers them).
+    @Test func senderStateRoundTripsAndIsSigned() throws {
+        #expect(Self.presentDatagram[Self.stateOffset] == 0)
+        let states: [Announcement.SenderState] = [[], .disabled, .bluetoothConfigured, [.bluetoothConfigured, .bluetoothWorking],
+                                                  [.disabled, .bluetoothConfigured, .bluetoothWorking]]
+        for state in states {
+            var announcement = Self.goodbye
+            announcement.state = state
+            let datagram = try announcement.signedDatagram(by: rfcIdentity())
+            #expect(datagram[Self.stateOffset] == state.rawValue)
+            let received = try ReceivedAnnouncement(decoding: datagram)
+            #expect(received.announcement.state == state)
+            #expect(received.announcement == announcement)
+            #expect(received.verify(with: verifier))
+            // Another state under the same signature does not verify.
+            var altered = datagram
+            altered[Self.stateOffset] ^= 0x04
+            #expect(!(try ReceivedAnnouncement(decoding: altered)).verify(with: verifier))
+        }
+        var unknown = Self.presentBody
+        unknown[Self.stateOffset] = 0xF9
+        let received = try ReceivedAnnouncement(decoding: unknown)
+        #expect(received.announcement.state.contains(.disabled))
+        #expect(received.announcement.state.rawValue == 0xF9)
+        #expect(try received.announcement.encodedBody() == unknown)
     }
 
     /// Kind 3 is the clear pairing beacon: it parses (and its signature covers the kind).
@@ -286,16 +317,16 @@ import Testing
     static let nonce = Array(UInt8(0)..<UInt8(24))
     static let ciphertext = hex("""
         1782be77f9913beb236b5152bdaab16dc44f562c487abe08b04abd7991d4531f
-        eb55009ea263896ae399b3559f6fbc47a6c531fc52dd5dc7ab3a9ea551d45b5c
-        50169a5c56d47e165889d9ea120bb8ae873aa6c90bd5546dd57a4e2843c6444b
-        967d33800da2e78e27c552d08a25f758587e38bf83d4f418ad69eb6b79472a85
-        22f566cc07bbc0ff34142ec87e0a1765ea9f
+        eb55009ea263896ae399b3559f6fbc47a6c531fc52dd5dc7ab3a9bc15cc84355
+        3116d5bd6b45d055ef97a0aa77d4d0a20561ea117f03512a862d0f75db285e33
+        3fe0df1428b76e3da87591883180d41bf56a2499a2c422741e097f75a5a66ad6
+        43dc2af4cc5b47bb1e52cbf925134d8fe9c553
         """)
     static let header = hex("484e4446 02 01") + hint + nonce
     static let datagram = header + ciphertext
 
     @Test func vectorDecodesAndEncodes() throws {
-        #expect(Self.datagram.count == 184)
+        #expect(Self.datagram.count == 185)
         #expect(Self.ciphertext.count == AnnouncementTests.goodbyeDatagram.count + SealedAnnouncement.tagBytes)
         let sealed = try SealedAnnouncement(decoding: Self.datagram)
         #expect(sealed.hint == Self.hint)

@@ -90,6 +90,22 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
         #expect(peer.announceSequence == 11)
     }
 
+    @Test func senderStateIsKeptFromTheLatestAnnouncement() throws {
+        var table = makeTable()
+        var first = body(alice, sequence: 1)
+        first.state = [.bluetoothConfigured, .bluetoothWorking]
+        _ = table.receive(try first.signedDatagram(by: alice))
+        #expect(table.peers[alice.publicKey]?.senderState == [.bluetoothConfigured, .bluetoothWorking])
+        var second = body(alice, sequence: 2)
+        second.state = [.disabled, .bluetoothConfigured]
+        _ = table.receive(try second.signedDatagram(by: alice))
+        #expect(table.peers[alice.publicKey]?.senderState == [.disabled, .bluetoothConfigured])
+        // A replayed older state changes nothing.
+        _ = table.receive(try first.signedDatagram(by: alice))
+        #expect(table.peers[alice.publicKey]?.senderState == [.disabled, .bluetoothConfigured])
+        #expect(table.drops == counters(replayed: 1))
+    }
+
     @Test func malformedDatagramsAreCounted() {
         var table = makeTable()
         for bytes in [[], [0x48, 0x4E, 0x44], Array("HNDF".utf8) + [2], [UInt8](repeating: 0, count: 1201)] {
@@ -552,5 +568,14 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
         _ = table.receive(datagram(alice, sequence: 10))
         #expect(table.remove(alice.publicKey) == [.left(alice.publicKey)])
         #expect(table.receive(datagram(alice, sequence: 5)) == [.appeared(alice.publicKey)])
+    }
+}
+
+@Suite struct FreshnessWindowTests {
+    @Test func extremeTimestampsNeverOverflow() {
+        #expect(!PeerTable.isFresh(timestampMillis: .max, ttlMillis: 30_000, nowMillis: 1_700_000_000_000))
+        #expect(!PeerTable.isFresh(timestampMillis: 0, ttlMillis: .max, nowMillis: .max))
+        #expect(PeerTable.isFresh(timestampMillis: 1_700_000_000_000, ttlMillis: 30_000, nowMillis: 1_700_000_010_000))
+        #expect(!PeerTable.isFresh(timestampMillis: 1_700_000_000_000, ttlMillis: 30_000, nowMillis: 1_700_000_200_000))
     }
 }

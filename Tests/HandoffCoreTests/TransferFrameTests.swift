@@ -80,6 +80,17 @@ import Testing
         }
     }
 
+    /// What SecureChannel sends: the header and the body apart, the payload without a copy.
+    @Test func encodedPartsAreTheHeaderAndTheBody() {
+        for (frame, bytes) in Self.vectors {
+            let (header, body) = frame.encodedParts()
+            #expect(header == Array(bytes.prefix(TransferFrame.headerBytes)), "\(frame)")
+            #expect(body == Array(bytes.dropFirst(TransferFrame.headerBytes)), "\(frame)")
+        }
+        #expect(TransferFrame.payload([]).encodedParts().header == hex("02 03 00000000"))
+        #expect(TransferFrame.payload([]).encodedParts().body.isEmpty)
+    }
+
     @Test func everyKindHasAVector() {
         #expect(Set(Self.vectors.map { $0.1[1] }) == Set(Self.kinds))
         #expect(TransferFrame.version == 2)
@@ -330,5 +341,16 @@ import Testing
                 }
             }
         }
+    }
+}
+
+@Suite struct RefusalTextSafetyTests {
+    @Test func controlCharactersInARefusalAreDropped() throws {
+        let frame = TransferFrame.refusal(.init(code: .trust, message: "no\u{1B}[2J\u{202E} way"))
+        guard case let .refusal(refusal) = try TransferFrame(decoding: frame.encoded()) else {
+            Issue.record("not a refusal")
+            return
+        }
+        #expect(refusal.message == "no[2J way")
     }
 }

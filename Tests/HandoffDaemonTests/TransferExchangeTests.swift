@@ -34,7 +34,7 @@ final class FrameQueue: Sendable {
         if wasOpen { available.signal() }
     }
 
-    func pop(timeoutSeconds: Int = 5) throws(HandoffError) -> [UInt8] {
+    func pop(timeoutSeconds: Int = 30) throws(HandoffError) -> [UInt8] {
         guard available.wait(timeout: .now() + .seconds(timeoutSeconds)) == .success else {
             throw HandoffError(.timedOut, "in-memory peer sent nothing", fix: "none")
         }
@@ -130,7 +130,7 @@ private func runExchange(offer: SignedSummary, identity: Identity = receiver,
         try Daemon.exchange(over: client, offer: offer, identity: identity)
     }
     client.close()
-    #expect(finished.wait(timeout: .now() + .seconds(10)) == .success, "scripted sender did not finish")
+    #expect(finished.wait(timeout: .now() + .seconds(40)) == .success, "scripted sender did not finish")
     return (result, recorder.value)
 }
 
@@ -281,16 +281,19 @@ private func failure(_ result: Result<Activity, HandoffError>) -> HandoffError? 
 // MARK: - The same exchange over a real socket (an AF_UNIX socketpair: no address, no file)
 
 /// Two connected StreamConnections (a socket pair rather than StreamListener.unix, whose
-/// temporary umask would race with tests creating directories).
-func connectedPair(_ first: String = "test client", _ second: String = "test server") throws -> (StreamConnection, StreamConnection) {
+/// temporary umask would race with tests creating directories). The timeout only
+/// bounds a test that goes wrong: it is long, so that a loaded machine running the
+/// whole suite in parallel never turns a slow thread into a failure.
+func connectedPair(_ first: String = "test client", _ second: String = "test server",
+                   timeoutMillis: Int = 30_000) throws -> (StreamConnection, StreamConnection) {
     var fds: [Int32] = [-1, -1]
     let status = fds.withUnsafeMutableBufferPointer {
         socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
     }
     try #require(status == 0)
     let pair = (StreamConnection(fd: fds[0], remote: first), StreamConnection(fd: fds[1], remote: second))
-    try pair.0.setTimeout(millis: 5000)
-    try pair.1.setTimeout(millis: 5000)
+    try pair.0.setTimeout(millis: timeoutMillis)
+    try pair.1.setTimeout(millis: timeoutMillis)
     return pair
 }
 
@@ -312,7 +315,7 @@ func connectedPair(_ first: String = "test client", _ second: String = "test ser
             try Daemon.exchange(over: StreamFrameChannel(connection: client), offer: offer, identity: receiver)
         }
         client.close()
-        #expect(served.wait(timeout: .now() + .seconds(10)) == .success)
+        #expect(served.wait(timeout: .now() + .seconds(40)) == .success)
         return result
     }
 

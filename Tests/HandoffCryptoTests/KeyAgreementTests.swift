@@ -1,0 +1,299 @@
+import HandoffCore
+import HandoffCrypto
+import Testing
+
+private let keyA = DeviceKey(bytes: rfcPublicKey)!
+private let keyB = DeviceKey(bytes: rfcPublicKey2)!
+private let third = try! Identity(seed: [UInt8](repeating: 9, count: 32))
+
+/// Computed independently (Vectors.md, "Pair key"): A's and B's keys in X25519
+/// form, and the key the pair shares.
+private let x25519FormOfA = hex("d85e07ec22b0ad881537c2f44d662d1a143cf830c57aca4305d85c7a90f6b62e")
+private let x25519FormOfB = hex("25c704c594b88afc00a76b69d1ed2b984d7e22550f3ed0802d04fbcd07d38d47")
+private let pairKeyAB = hex("7b2bfa0c758a3a86d37d01e7867045f83125b11c859cdfac5d2d9df571789f30")
+
+@Suite struct X25519Tests {
+    /// RFC 7748 section 6.1, through the fixed-secret initializer the handshake vector uses.
+    @Test func rfc7748KnownAnswer() throws {
+        let alice = EphemeralKey(secret: RFC7748.alicePrivate)
+        let bob = EphemeralKey(secret: RFC7748.bobPrivate)
+        #expect(alice.publicKey == RFC7748.alicePublic)
+        #expect(bob.publicKey == RFC7748.bobPublic)
+        #expect(alice.sharedSecret(with: RFC7748.bobPublic) == RFC7748.shared)
+        #expect(bob.sharedSecret(with: RFC7748.alicePublic) == RFC7748.shared)
+        #expect(X25519.sharedSecret(secret: RFC7748.alicePrivate, publicKey: RFC7748.bobPublic) == RFC7748.shared)
+    }
+
+    @Test func freshEphemeralKeysDifferAndAgree() {
+        let first = EphemeralKey(), second = EphemeralKey()
+        #expect(first.publicKey.count == X25519.keyBytes)
+        #expect(first.publicKey != second.publicKey)
+        let shared = first.sharedSecret(with: second.publicKey)
+        #expect(shared != nil)
+        #expect(shared == second.sharedSecret(with: first.publicKey))
+    }
+
+    /// The all-zero point and the other low-order points give an all-zero secret: refused.
+    @Test func lowOrderPeerKeysAreRefused() {
+        let key = EphemeralKey(secret: RFC7748.alicePrivate)
+        let lowOrder = [
+            [UInt8](repeating: 0, count: 32),
+            [1] + [UInt8](repeating: 0, count: 31),
+            hex("e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800"),
+        ]
+        for point in lowOrder {
+            #expect(key.sharedSecret(with: point) == nil, "\(Hex.encode(point))")
+        }
+    }
+
+    @Test func wrongSizesAreRefused() {
+        #expect(X25519.sharedSecret(secret: Array(RFC7748.alicePrivate.dropLast()), publicKey: RFC7748.bobPublic) == nil)
+        #expect(X25519.sharedSecret(secret: RFC7748.alicePrivate, publicKey: RFC7748.bobPublic + [0]) == nil)
+        #expect(EphemeralKey(secret: RFC7748.alicePrivate).sharedSecret(with: []) == nil)
+    }
+
+    @Test func edwardsKeysConvertToTheirMontgomeryForm() throws {
+        #expect(X25519.publicKey(of: keyA) == x25519FormOfA)
+        #expect(X25519.publicKey(of: keyB) == x25519FormOfB)
+        // Not a point of the right order: no X25519 form.
+        #expect(X25519.publicKey(of: DeviceKey(bytes: [UInt8](repeating: 0, count: 32))!) == nil)
+    }
+}
+
+@Suite struct PairKeyTests {
+    @Test func bothSidesDeriveTheSameKey() throws {
+        let a = rfcIdentity(), b = rfcIdentity2()
+        let fromA = try #require(a.pairKey(with: b.publicKey))
+        let fromB = try #require(b.pairKey(with: a.publicKey))
+        #expect(fromA == fromB)
+        #expect(fromA.count == 32)
+        #expect(fromA == pairKeyAB)
+    }
+
+    @Test func anotherPairHasAnotherKey() throws {
+        let a = rfcIdentity(), b = rfcIdentity2()
+        let ab = try #require(a.pairKey(with: b.publicKey))
+        let ac = try #require(a.pairKey(with: third.publicKey))
+        let bc = try #require(b.pairKey(with: third.publicKey))
+        #expect(Set([ab, ac, bc]).count == 3)
+        #expect(third.pairKey(with: a.publicKey) == ac)
+        #expect(third.pairKey(with: b.publicKey) == bc)
+    }
+
+    @Test func aKeyThatIsNotAPointGivesNoPairKey() {
+        #expect(rfcIdentity().pairKey(with: DeviceKey(bytes: [UInt8](repeating: 0, count: 32))!) == nil)
+    }
+}
+
+@Suite struct KeyedBlake2bTests {
+    /// The first keyed entry of the BLAKE2 reference blake2b-kat.txt: empty input, key 00 01 … 3f.
+    @Test func referenceKnownAnswer() {
+        #expect(Blake2b.keyed([], key: Array(0..<64), outputBytes: 64) == hex("""
+            10ebb67700b1868efb4417987acf4690ae9d972fb7a590c2f02871799aaa4786
+            b5e996e8f0f4eb981fc214b005f42d2ff4233499391653df7aefcbc13fc51568
+            """))
+    }
+
+    @Test func theKeyMatters() {
+        let message = Array("handoff".utf8)
+        let keyed = Blake2b.keyed(message, key: [UInt8](repeating: 1, count: 32))
+        #expect(keyed.count == 32)
+        #expect(keyed != Blake2b.digest(message))
+        #expect(keyed != Blake2b.keyed(message, key: [UInt8](repeating: 2, count: 32)))
+        #expect(Blake2b.keyed(message, key: [UInt8](repeating: 1, count: 32), outputBytes: 8).count == 8)
+    }
+}
+
+@Suite struct AEADTests {
+    static let key = Array(UInt8(0x80)...UInt8(0x9F))
+    static let nonce = Array(UInt8(0x40)...UInt8(0x57))
+    static let associatedData = hex("50515253c0c1c2c3c4c5c6c7")
+    static let plaintext = Array("Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.".utf8)
+
+    /// draft-irtf-cfrg-xchacha-03 appendix A.3.1 (AEAD_XChaCha20_Poly1305).
+    @Test func draftKnownAnswer() {
+        let sealed = AEAD.seal(Self.plaintext, key: Self.key, nonce: Self.nonce, associatedData: Self.associatedData)
+        #expect(sealed == hex("""
+            bd6d179d3e83d43b9576579493c0e939572a1700252bfaccbed2902c21396cbb
+            731c7f1b0b4aa6440bf3a82f4eda7e39ae64c6708c54c216cb96b72e1213b452
+            2f8c9ba40db5d945b11b69b982c1bb9e3f3fac2bc369488f76b2383565d3fff9
+            21f9664c97637da9768812f615c68b13b52e
+            c0875924c1c7987947deafd8780acf49
+            """))
+        #expect(AEAD.open(sealed, key: Self.key, nonce: Self.nonce, associatedData: Self.associatedData) == Self.plaintext)
+    }
+
+    @Test(arguments: [0, 1, 16, 1000])
+    func roundTrip(length: Int) throws {
+        var rng = SplitMix64(seed: UInt64(length))
+        let plaintext = rng.bytes(length)
+        let sealed = AEAD.seal(plaintext, key: Self.key, nonce: Self.nonce, associatedData: [])
+        #expect(sealed.count == length + AEAD.tagBytes)
+        #expect(AEAD.open(sealed, key: Self.key, nonce: Self.nonce, associatedData: []) == plaintext)
+    }
+
+    @Test func anyFlippedBitFails() {
+        let sealed = AEAD.seal(Array(Self.plaintext.prefix(40)), key: Self.key, nonce: Self.nonce, associatedData: Self.associatedData)
+        for (index, flipped) in singleBitFlips(of: sealed).enumerated() {
+            #expect(AEAD.open(flipped, key: Self.key, nonce: Self.nonce, associatedData: Self.associatedData) == nil, "ciphertext bit \(index)")
+        }
+        for (index, flipped) in singleBitFlips(of: Self.nonce).enumerated() {
+            #expect(AEAD.open(sealed, key: Self.key, nonce: flipped, associatedData: Self.associatedData) == nil, "nonce bit \(index)")
+        }
+        for (index, flipped) in singleBitFlips(of: Self.associatedData).enumerated() {
+            #expect(AEAD.open(sealed, key: Self.key, nonce: Self.nonce, associatedData: flipped) == nil, "associated data bit \(index)")
+        }
+        #expect(AEAD.open(sealed, key: Self.key, nonce: Self.nonce, associatedData: Self.associatedData) != nil)
+    }
+
+    @Test func wrongKeyOrShapeFails() {
+        let sealed = AEAD.seal(Self.plaintext, key: Self.key, nonce: Self.nonce, associatedData: Self.associatedData)
+        for (index, key) in singleBitFlips(of: Self.key).enumerated() where index % 7 == 0 {
+            #expect(AEAD.open(sealed, key: key, nonce: Self.nonce, associatedData: Self.associatedData) == nil)
+        }
+        #expect(AEAD.open(sealed, key: Random.bytes(32), nonce: Self.nonce, associatedData: Self.associatedData) == nil)
+        // Missing or extra associated data, cut or extended ciphertext, wrong sizes: nil, never a trap.
+        #expect(AEAD.open(sealed, key: Self.key, nonce: Self.nonce, associatedData: []) == nil)
+        #expect(AEAD.open(sealed, key: Self.key, nonce: Self.nonce, associatedData: Self.associatedData + [0]) == nil)
+        #expect(AEAD.open(Array(sealed.dropLast()), key: Self.key, nonce: Self.nonce, associatedData: Self.associatedData) == nil)
+        #expect(AEAD.open(sealed + [0], key: Self.key, nonce: Self.nonce, associatedData: Self.associatedData) == nil)
+        #expect(AEAD.open(Array(sealed.prefix(AEAD.tagBytes - 1)), key: Self.key, nonce: Self.nonce, associatedData: []) == nil)
+        #expect(AEAD.open([], key: Self.key, nonce: Self.nonce, associatedData: []) == nil)
+        #expect(AEAD.open(sealed, key: Array(Self.key.dropLast()), nonce: Self.nonce, associatedData: Self.associatedData) == nil)
+        #expect(AEAD.open(sealed, key: Self.key, nonce: Array(Self.nonce.dropLast()), associatedData: Self.associatedData) == nil)
+    }
+}
+
+@Suite struct SecretStreamTests {
+    static let key = Array(UInt8(0)..<UInt8(32))
+
+    /// A sender and a receiver joined by the sender's header.
+    static func pair(key: [UInt8] = key) throws -> (SecretStream, SecretStream) {
+        let (sender, header) = SecretStream.sender(key: key)
+        #expect(header.count == SecretStream.headerBytes)
+        let receiver = try #require(SecretStream.receiver(key: key, header: header))
+        return (sender, receiver)
+    }
+
+    static let messages: [[UInt8]] = [[], Array("one".utf8), [UInt8](repeating: 0xAB, count: 1000), Array("last".utf8)]
+
+    @Test func recordsDecryptInOrderWithTheirTags() throws {
+        let (sender, receiver) = try Self.pair()
+        let tags: [UInt8] = [SecretStream.tagMessage, SecretStream.tagPush, SecretStream.tagMessage, SecretStream.tagPush]
+        let records = zip(Self.messages, tags).map { sender.push($0, tag: $1) }
+        for (record, message) in zip(records, Self.messages) {
+            #expect(record.count == message.count + SecretStream.overheadBytes)
+        }
+        for (index, record) in records.enumerated() {
+            let opened = try #require(receiver.pull(record), "record \(index)")
+            #expect(opened.plaintext == Self.messages[index])
+            #expect(opened.tag == tags[index])
+        }
+    }
+
+    @Test func theSamePlaintextTwiceGivesDifferentRecords() throws {
+        let (sender, _) = try Self.pair()
+        #expect(sender.push([1, 2, 3], tag: SecretStream.tagMessage) != sender.push([1, 2, 3], tag: SecretStream.tagMessage))
+        // And two streams with the same key have different headers.
+        #expect(SecretStream.sender(key: Self.key).header != SecretStream.sender(key: Self.key).header)
+    }
+
+    @Test func replayedRecordFails() throws {
+        let (sender, receiver) = try Self.pair()
+        let first = sender.push(Self.messages[1], tag: SecretStream.tagMessage)
+        #expect(receiver.pull(first)?.plaintext == Self.messages[1])
+        #expect(receiver.pull(first) == nil)
+    }
+
+    @Test func reorderedRecordsFail() throws {
+        let (sender, receiver) = try Self.pair()
+        let first = sender.push(Self.messages[1], tag: SecretStream.tagMessage)
+        let second = sender.push(Self.messages[2], tag: SecretStream.tagMessage)
+        #expect(receiver.pull(second) == nil)
+        // The failure was the order, not the records: in order, both open.
+        #expect(receiver.pull(first)?.plaintext == Self.messages[1])
+        #expect(receiver.pull(second)?.plaintext == Self.messages[2])
+    }
+
+    @Test func droppedRecordMakesTheNextOneFail() throws {
+        let (sender, receiver) = try Self.pair()
+        #expect(receiver.pull(sender.push(Self.messages[0], tag: SecretStream.tagMessage)) != nil)
+        _ = sender.push(Self.messages[1], tag: SecretStream.tagMessage)  // lost in transit
+        #expect(receiver.pull(sender.push(Self.messages[2], tag: SecretStream.tagMessage)) == nil)
+    }
+
+    @Test func alteredRecordFails() throws {
+        let (sender, header) = SecretStream.sender(key: Self.key)
+        let record = sender.push(Self.messages[1], tag: SecretStream.tagPush)
+        for (index, flipped) in singleBitFlips(of: record).enumerated() {
+            let receiver = try #require(SecretStream.receiver(key: Self.key, header: header))
+            #expect(receiver.pull(flipped) == nil, "bit \(index)")
+        }
+        // A flipped header bit: the stream starts, but its first record does not open.
+        for (index, flipped) in singleBitFlips(of: header).enumerated() where index % 5 == 0 {
+            let receiver = try #require(SecretStream.receiver(key: Self.key, header: flipped))
+            #expect(receiver.pull(record) == nil, "header bit \(index)")
+        }
+        // Cut or extended.
+        let receiver = try #require(SecretStream.receiver(key: Self.key, header: header))
+        #expect(receiver.pull(Array(record.dropLast())) == nil)
+        #expect(receiver.pull(record + [0]) == nil)
+        #expect(receiver.pull(Array(record.prefix(SecretStream.overheadBytes - 1))) == nil)
+        #expect(receiver.pull(record)?.plaintext == Self.messages[1])
+    }
+
+    @Test func wrongKeyOrHeaderShapeFails() throws {
+        let (sender, header) = SecretStream.sender(key: Self.key)
+        let record = sender.push(Self.messages[1], tag: SecretStream.tagMessage)
+        let other = try #require(SecretStream.receiver(key: Array(Self.key.reversed()), header: header))
+        #expect(other.pull(record) == nil)
+        #expect(SecretStream.receiver(key: Self.key, header: Array(header.dropLast())) == nil)
+        #expect(SecretStream.receiver(key: Self.key, header: header + [0]) == nil)
+        #expect(SecretStream.receiver(key: Array(Self.key.dropLast()), header: header) == nil)
+    }
+
+    /// The in-place forms SecureChannel uses produce and accept the same records as the array forms.
+    @Test func inPlaceAndArrayFormsInteroperate() throws {
+        let (sender, receiver) = try Self.pair()
+        let message = Array("sealed in place".utf8)
+        var record = [UInt8](repeating: 0, count: message.count + SecretStream.overheadBytes)
+        message.withUnsafeBytes { input in
+            record.withUnsafeMutableBytes { sender.push(input, tag: SecretStream.tagPush, into: $0.baseAddress!) }
+        }
+        let opened = try #require(receiver.pull(record))
+        #expect(opened.plaintext == message)
+        #expect(opened.tag == SecretStream.tagPush)
+
+        let second = sender.push(message, tag: SecretStream.tagMessage)
+        var output = [UInt8](repeating: 0, count: message.count)
+        var altered = second
+        altered[3] ^= 1
+        let refused = altered.withUnsafeBytes { input in output.withUnsafeMutableBytes { receiver.pull(input, into: $0.baseAddress!) } }
+        #expect(refused == nil)
+        let short = [UInt8](repeating: 0, count: SecretStream.overheadBytes - 1)
+        #expect(short.withUnsafeBytes { input in output.withUnsafeMutableBytes { receiver.pull(input, into: $0.baseAddress!) } } == nil)
+        let tag = second.withUnsafeBytes { input in output.withUnsafeMutableBytes { receiver.pull(input, into: $0.baseAddress!) } }
+        #expect(tag == SecretStream.tagMessage)
+        #expect(output == message)
+
+        // An empty plaintext, in place both ways.
+        var empty = [UInt8](repeating: 0, count: SecretStream.overheadBytes)
+        [UInt8]().withUnsafeBytes { input in
+            empty.withUnsafeMutableBytes { sender.push(input, tag: SecretStream.tagPush, into: $0.baseAddress!) }
+        }
+        var nothing: [UInt8] = []
+        let emptyTag = empty.withUnsafeBytes { input in nothing.withUnsafeMutableBytes { receiver.pull(input, into: $0.baseAddress!) } }
+        #expect(emptyTag == SecretStream.tagPush)
+    }
+
+    @Test func largeRecordsRoundTrip() throws {
+        let (sender, receiver) = try Self.pair()
+        var rng = SplitMix64(seed: 0x5354_524D)
+        let big = rng.bytes(1 << 20)
+        let record = sender.push(big, tag: SecretStream.tagPush)
+        #expect(record.count == big.count + SecretStream.overheadBytes)
+        let opened = try #require(receiver.pull(record))
+        #expect(opened.plaintext == big)
+        #expect(opened.tag == SecretStream.tagPush)
+    }
+}
