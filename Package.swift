@@ -7,6 +7,7 @@ let package = Package(
         .executable(name: "handoffd", targets: ["handoffd"]),
         .executable(name: "handoff-peer", targets: ["handoff-peer"]),
         .executable(name: "handoff-ble-check", targets: ["handoff-ble-check"]),
+        .executable(name: "handoff-reader", targets: ["handoff-reader"]),
         .library(name: "HandoffKit", targets: ["HandoffKit"]),
     ],
     targets: [
@@ -46,6 +47,10 @@ let package = Package(
         // Client of the local API, used by apps and by handoff-peer.
         .target(name: "HandoffKit", dependencies: ["HandoffCore", "HandoffTransport"]),
         .executableTarget(name: "handoff-peer", dependencies: ["HandoffKit", "HandoffCore"]),
+        // Example app using HandoffKit end to end (Examples/Reader).
+        .executableTarget(name: "handoff-reader", dependencies: ["HandoffKit", "HandoffCore"], path: "Examples/Reader",
+                          exclude: ["handoff-reader.desktop"]),
+        .testTarget(name: "HandoffKitTests", dependencies: ["HandoffKit", "HandoffCore"]),
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "HandoffCrypto"], exclude: ["Vectors.md"]),
         .testTarget(name: "HandoffCryptoTests", dependencies: ["HandoffCrypto", "HandoffCore"]),
         .testTarget(name: "HandoffDaemonTests", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffCrypto", "HandoffTransport"]),

@@ -44,6 +44,9 @@ public struct Announcement: Equatable, Sendable {
         public static let bluetoothConfigured = SenderState(rawValue: 0x02)
         /// ... and its controller is up, advertising and scanning.
         public static let bluetoothWorking = SenderState(rawValue: 0x04)
+        /// The offered activity has a webpageURL: a receiver without an app for
+        /// its type can open it in a browser (Safari's fallback).
+        public static let offerHasWebpageURL = SenderState(rawValue: 0x08)
     }
 
     public static let magic: [UInt8] = Array("HNDF".utf8)

@@ -112,7 +112,8 @@ public struct CommandSpec: Sendable {
         if parsed.positionals.count < required {
             throw .missingArgument(arguments[parsed.positionals.count].name)
         }
-        if parsed.positionals.count > arguments.count {
+        // An argument named "NAME..." takes any number of values.
+        if parsed.positionals.count > arguments.count, !(arguments.last?.name.hasSuffix("...") ?? false) {
             throw .unexpectedArgument(parsed.positionals[arguments.count])
         }
         return parsed

@@ -52,6 +52,45 @@ struct AppDeclarations {
         return running + installed.filter { !running.contains($0) }
     }
 
+    /// Who gets a continuation of `type`: the first running app that declares it,
+    /// else the first installed one (which the daemon then starts).
+    func deliveryTarget(for type: String) -> (app: String, running: Bool, exec: String?)? {
+        if let running = registered.values.filter({ $0.types.contains(type) }).map(\.app).sorted().first {
+            return (running, true, nil)
+        }
+        return Self.scanDisk().first { $0.types.contains(type) }.map { ($0.name, false, $0.exec) }
+    }
+
+    /// The command line of an `Exec=` value, with the field codes (%u, %f, ...) removed
+    /// and quoting honoured (Desktop Entry Specification, "The Exec key").
+    static func commandLine(exec: String) -> [String] {
+        var words: [String] = []
+        var current = ""
+        var quoted = false
+        var escaped = false
+        var started = false
+        for character in exec {
+            if escaped {
+                current.append(character)
+                escaped = false
+            } else if character == "\\" && quoted {
+                escaped = true
+            } else if character == "\"" {
+                quoted.toggle()
+                started = true
+            } else if character == " " && !quoted {
+                if started { words.append(current) }
+                current = ""
+                started = false
+            } else {
+                current.append(character)
+                started = true
+            }
+        }
+        if started { words.append(current) }
+        return words.filter { !($0.count == 2 && $0.hasPrefix("%")) }.map { $0.replacingOccurrences(of: "%%", with: "%") }
+    }
+
     func allTypes() -> Set<String> {
         Set(registered.values.flatMap(\.types)).union(Self.scanDisk().flatMap(\.types))
     }

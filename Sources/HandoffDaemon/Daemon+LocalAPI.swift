@@ -142,6 +142,7 @@ extension Daemon {
             // Held while this connection stays open: an app that quits stops declaring.
             declarations.registered[ObjectIdentifier(connection)] = (app, types)
             log.info("app \(app) declares \(types.count) activity type(s)")
+            deliverPending(to: connection, app: app, types: types)
             return ["declared": .array(types.sorted().map { .string($0) })]
         case "declarations":
             let disk = AppDeclarations.scanDisk().map { entry -> JSONValue in

@@ -196,7 +196,10 @@ extension Daemon {
                                fix: "Make an activity current on \(peer.name), e.g. 'handoff-peer publish', then run 'handoff-peer list'.")
         }
         let type = offer.summary.activityType
-        guard !declarations.apps(for: type).isEmpty else {
+        // No app for the type, but a web page: the browser continues it, as Safari does.
+        let browserFallback: (app: String, running: Bool, exec: String?)? =
+            peer.senderState.contains(.offerHasWebpageURL) ? ("browser", true, nil) : nil
+        guard let target = declarations.deliveryTarget(for: type) ?? browserFallback else {
             throw HandoffError(.app, "No app on this host declares the activity type \(type).",
                                fix: "Install or start an app that continues \(type): it lists the type in X-Handoff-ActivityTypes in its .desktop file, or registers it over the local API (Docs/APPS.md).")
         }
@@ -209,8 +212,10 @@ extension Daemon {
         nextAcceptID += 1
         let acceptID = Int64(nextAcceptID)
         activeAccepts[acceptID] = (peer.deviceID, type)
-        broadcast(["event": "willContinue", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description), "type": .string(type)])
-        log.info("accepting type \(type) from \(peer.deviceID)")
+        let willContinue: JSONValue = ["event": "willContinue", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
+                                       "type": .string(type), "deliverTo": .string(target.app)]
+        broadcast(willContinue.objectValue!)
+        log.info("accepting type \(type) from \(peer.deviceID) for \(target.running ? "running" : "installed") app \(target.app)")
         let (identity, timeout) = (identity, configuration.transferTimeoutMillis)
         let (hosts, port, name) = (peer.hosts, peer.transferPort, peer.name)
         let (fetched, timing) = await onThread(name: "fetch") {
@@ -222,12 +227,18 @@ extension Daemon {
             switch outcome {
             case let .success(result):
                 log.info("continued type \(type) from \(peer.deviceID): handshake \(Int(timing.handshakeMillis)) ms, transfer \(Int(timing.transferMillis)) ms")
-                broadcast(["event": "continued", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
-                           "activity": result.activity.json])
+                let continued: JSONValue = ["event": "continued", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
+                                            "activity": result.activity.json, "deliverTo": .string(target.app)]
+                broadcast(continued.objectValue!)
+                if target.app == "browser", let url = result.activity.webpageURL {
+                    openInBrowser(url)
+                } else if !target.running, let exec = target.exec {
+                    launch(app: target.app, exec: exec, type: type, events: [willContinue, continued])
+                }
             case let .failure(error):
                 log.info("accept of type \(type) from \(peer.deviceID) failed: \(error.code.rawValue)")
                 broadcast(["event": "failed", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
-                           "type": .string(type), "error": error.json])
+                           "type": .string(type), "error": error.json, "deliverTo": .string(target.app)])
             }
         }
         for waiter in inflightAccepts.removeValue(forKey: key) ?? [] { waiter.resume(returning: outcome) }

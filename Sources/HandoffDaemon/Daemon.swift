@@ -49,6 +49,8 @@ public actor Daemon {
     var declarations = AppDeclarations()
     var inflightAccepts: [InflightKey: [CheckedContinuation<AcceptOutcome, Never>]] = [:]
     var activeAccepts: [Int64: (peer: DeviceID, type: String)] = [:]
+    /// Continuations for apps the daemon started, kept until they declare their types.
+    var pendingDeliveries: [PendingDelivery] = []
     var transferListener: StreamListener?
     var apiListener: StreamListener?
     var transferPort: UInt16 = 0
@@ -197,6 +199,7 @@ public actor Daemon {
     func senderState() -> Announcement.SenderState {
         var state: Announcement.SenderState = []
         if !settings.enabled { state.insert(.disabled) }
+        if settings.enabled, published?.activity.webpageURL != nil { state.insert(.offerHasWebpageURL) }
         if let bluetooth {
             state.insert(.bluetoothConfigured)
             if bluetooth.currentStatus.available { state.insert(.bluetoothWorking) }

@@ -4,11 +4,17 @@ import HandoffCore
 import HandoffTransport
 
 /// A connection to the local handoffd over its API socket (Docs/LOCAL-API.md).
-/// Calls block until the daemon answers; use one client per thread.
-public final class HandoffClient {
+/// Calls block until the daemon answers; concurrent calls take turns. A client
+/// that subscribed to events should be read by one thread only.
+public final class HandoffClient: @unchecked Sendable {
+    // @unchecked Sendable: `nextID` and the request/reply exchange are guarded by `exchange`.
     public let socketPath: String
     private let connection: StreamConnection
     private var nextID: Int64 = 0
+    private let exchange = NSLock()
+    /// Events that arrived while a request waited for its reply: kept for `nextEvent`, never dropped.
+    private let eventsLock = NSLock()
+    private var bufferedEvents: [JSONValue] = []
 
     /// Connects to `socketPath`, else `$HANDOFF_SOCKET`, else the default path.
     public init(socketPath: String? = nil) throws(HandoffError) {
@@ -27,6 +33,8 @@ public final class HandoffClient {
 
     /// Sends one request and returns its `result`; a daemon error is thrown as is.
     public func request(_ op: String, _ parameters: [String: JSONValue] = [:]) throws(HandoffError) -> JSONValue {
+        exchange.lock()
+        defer { exchange.unlock() }
         nextID += 1
         var fields = parameters
         fields["op"] = .string(op)
@@ -39,7 +47,13 @@ public final class HandoffClient {
         while true {
             let reply = try readMessage()
             // Events may interleave with replies once subscribed; replies carry our id.
-            guard reply["event"] == nil, reply["id"] == .integer(nextID) else { continue }
+            if reply["event"] != nil {
+                eventsLock.lock()
+                bufferedEvents.append(reply)
+                eventsLock.unlock()
+                continue
+            }
+            guard reply["id"] == .integer(nextID) else { continue }
             if reply["ok"] == .bool(true) { return reply["result"] ?? .null }
             throw Self.error(from: reply["error"])
         }
@@ -52,6 +66,12 @@ public final class HandoffClient {
 
     /// Blocks until the daemon sends the next event; nil when the daemon closes the connection.
     public func nextEvent() throws(HandoffError) -> JSONValue? {
+        eventsLock.lock()
+        if !bufferedEvents.isEmpty {
+            defer { eventsLock.unlock() }
+            return bufferedEvents.removeFirst()
+        }
+        eventsLock.unlock()
         while true {
             let message: JSONValue
             do {

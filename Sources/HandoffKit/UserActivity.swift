@@ -1,0 +1,141 @@
+import Dispatch
+import Foundation
+import HandoffCore
+import Synchronization
+
+/// An activity an app offers to continue on another host, with
+/// NSUserActivity's semantics (Docs/APPS.md):
+/// - `becomeCurrent()` makes it the one this host offers; `resignCurrent()`
+///   stops offering it for now; `invalidate()` ends it for good.
+/// - Setting `needsSave` marks it stale: before it is offered again, `willSave`
+///   is called to refill it, then it is republished. Changing
+///   `targetContentIdentifier` (or any field) does not set `needsSave`.
+/// - `isEligibleForHandoff == false` keeps it off the network entirely.
+/// - `requiredUserInfoKeys` must all be present in `userInfo` when it is offered.
+public final class UserActivity: @unchecked Sendable {
+    // @unchecked Sendable: every stored property is read and written under `lock`.
+    private let lock = NSLock()
+    private let client: HandoffClient
+    private var _activity: Activity
+    private var _needsSave = false
+    private var _isCurrent = false
+    private var _invalidated = false
+    private var refreshScheduled = false
+
+    public var isEligibleForHandoff = true
+    public var requiredUserInfoKeys: Set<String> = []
+    /// Called (on a background queue) to refill the activity before it is offered again.
+    public var willSave: (@Sendable (UserActivity) -> Void)?
+    /// Errors from publishing in the background (after `needsSave`).
+    public var onError: (@Sendable (HandoffError) -> Void)?
+
+    /// How long to gather several `needsSave` in a row into one republish.
+    public static let saveCoalescing: DispatchTimeInterval = .milliseconds(100)
+    private static let queue = DispatchQueue(label: "handoffkit.user-activity")
+
+    public init(type: String, client: HandoffClient) {
+        _activity = Activity(type: type, title: "")
+        self.client = client
+    }
+
+    private func locked<T>(_ body: () -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body()
+    }
+
+    public var activityType: String { locked { _activity.type } }
+    public var title: String {
+        get { locked { _activity.title } }
+        set { locked { _activity.title = newValue } }
+    }
+    public var userInfo: [String: PropertyListValue] {
+        get { locked { _activity.userInfo } }
+        set { locked { _activity.userInfo = newValue } }
+    }
+    public var targetContentIdentifier: String? {
+        get { locked { _activity.targetContentIdentifier } }
+        set { locked { _activity.targetContentIdentifier = newValue } }
+    }
+    public var webpageURL: String? {
+        get { locked { _activity.webpageURL } }
+        set { locked { _activity.webpageURL = newValue } }
+    }
+    public var expirationDate: Date? {
+        get { locked { _activity.expiresAtMillis.map { Date(timeIntervalSince1970: Double($0) / 1000) } } }
+        set { locked { _activity.expiresAtMillis = newValue.map { UInt64(max(0, $0.timeIntervalSince1970 * 1000)) } } }
+    }
+    public var isCurrent: Bool { locked { _isCurrent } }
+
+    /// Marks the activity stale. While it is current, `willSave` runs and the
+    /// refreshed activity is offered again shortly after.
+    public var needsSave: Bool {
+        get { locked { _needsSave } }
+        set {
+            let schedule: Bool = locked {
+                _needsSave = newValue
+                guard newValue, _isCurrent, !refreshScheduled else { return false }
+                refreshScheduled = true
+                return true
+            }
+            if schedule {
+                Self.queue.asyncAfter(deadline: .now() + Self.saveCoalescing) { [self] in
+                    locked { refreshScheduled = false }
+                    do throws(HandoffError) {
+                        try publishIfCurrent()
+                    } catch {
+                        onError?(error)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Makes this the activity this host offers.
+    public func becomeCurrent() throws(HandoffError) {
+        guard !locked({ _invalidated }) else {
+            throw HandoffError(.invalidActivity, "This activity was invalidated.", fix: "Create a new UserActivity.")
+        }
+        locked { _isCurrent = true }
+        try publishIfCurrent()
+    }
+
+    /// Stops offering it for now; `becomeCurrent()` offers it again.
+    public func resignCurrent() throws(HandoffError) {
+        let wasCurrent = locked {
+            defer { _isCurrent = false }
+            return _isCurrent
+        }
+        if wasCurrent { try client.resign() }
+    }
+
+    /// Ends the activity everywhere: peers drop it, and it cannot become current again.
+    public func invalidate() throws(HandoffError) {
+        locked {
+            _invalidated = true
+            _isCurrent = false
+        }
+        try client.invalidate()
+    }
+
+    private func publishIfCurrent() throws(HandoffError) {
+        guard locked({ _isCurrent }) else { return }
+        if locked({ _needsSave }), let willSave {
+            willSave(self)
+        }
+        let (activity, eligible, required) = locked { () -> (Activity, Bool, Set<String>) in
+            _needsSave = false
+            return (_activity, isEligibleForHandoff, requiredUserInfoKeys)
+        }
+        guard eligible else {
+            try client.resign()
+            return
+        }
+        let missing = required.subtracting(activity.userInfo.keys)
+        guard missing.isEmpty else {
+            throw HandoffError(.invalidActivity, "userInfo lacks the required keys \(missing.sorted().joined(separator: ", ")).",
+                               fix: "Fill them in willSave, or remove them from requiredUserInfoKeys.")
+        }
+        try client.publish(activity)
+    }
+}
