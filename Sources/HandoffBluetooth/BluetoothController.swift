@@ -69,7 +69,7 @@ final class BluetoothController: Sendable {
     }
 
     private func failPending() {
-        pending.withLock { $0?.done.signal() }
+        _ = pending.withLock { $0?.done.signal() }
     }
 
     /// Sends `command` and returns its completion; a non-zero status is an error carrying the HCI status code.
@@ -100,11 +100,12 @@ final class BluetoothController: Sendable {
         }
     }
 
-    /// Sends `command`, ignoring a refusal (used to switch off what may already be off).
+    /// Sends `command`, ignoring only Command Disallowed (0x0C): switching off what is
+    /// already off, or on what another program already switched on.
     func executeIgnoringStatus(_ command: HCICommand) throws(HandoffError) {
         do {
             try execute(command)
-        } catch where error.message.contains("refused") {
+        } catch where error.message.contains("HCI status 0xc ") {
             return
         }
     }

@@ -37,7 +37,6 @@ public final class BluetoothDiscovery: DiscoveryPath {
     /// One advertising or scanning sequence at a time.
     private let sequence = Mutex(())
     private let stopped = Atomic<Bool>(false)
-    static let retryInterval: Duration = .seconds(2)
     public static let leEventMask: UInt64 = 0x0000_0000_000F_FFFF
     public static let eventMask: UInt64 = 0x2000_1FFF_FFFF_FFFF // the specification's default plus LE Meta (bit 61)
 
@@ -61,9 +60,11 @@ public final class BluetoothDiscovery: DiscoveryPath {
         let companyID = configuration.companyID
         while !stopped.load(ordering: .acquiring) {
             let lost = DispatchSemaphore(value: 0)
+            var opened: BluetoothController?
             do throws(HandoffError) {
                 let transport = try HCITransports.open(configuration.device)
                 let driver = BluetoothController(transport: transport)
+                opened = driver
                 driver.startReading(onReport: { [self] report in
                     guard let beacon = Beacon(advertisingData: report.data, companyID: companyID) else { return }
                     update { $0.beaconsHeard += 1 }
@@ -86,6 +87,9 @@ public final class BluetoothDiscovery: DiscoveryPath {
                 controller.withLock { $0 = nil }
                 driver.close()
             } catch {
+                // A controller that refused set-up is let go of, not left open until the next try.
+                controller.withLock { $0 = nil }
+                opened?.close()
                 update {
                     $0.text = "unavailable: \(error.message) Retrying every 2 s."
                     $0.available = false
@@ -104,8 +108,9 @@ public final class BluetoothDiscovery: DiscoveryPath {
             try driver.executeIgnoringStatus(.leSetScanEnable(false, filterDuplicates: false))
             try driver.executeIgnoringStatus(.leSetAdvertisingEnable(false))
             try driver.execute(.leSetScanParameters(ScanParameters()))
-            // Duplicates are wanted: every beacon refreshes freshness and RSSI.
-            try driver.execute(.leSetScanEnable(true, filterDuplicates: false))
+            // Duplicates are wanted: every beacon refreshes freshness and RSSI. Refused
+            // (0x0C) when bluetoothd already scans: reports arrive anyway.
+            try driver.executeIgnoringStatus(.leSetScanEnable(true, filterDuplicates: false))
         }
     }
 
@@ -127,7 +132,7 @@ public final class BluetoothDiscovery: DiscoveryPath {
             try driver.execute(.leSetAdvertisingParameters(AdvertisingParameters(type: configuration.advertisingType)))
             try driver.execute(.leSetAdvertisingData(data))
             try driver.execute(.leSetAdvertisingEnable(true))
-            try driver.execute(.leSetScanEnable(true, filterDuplicates: false))
+            try driver.executeIgnoringStatus(.leSetScanEnable(true, filterDuplicates: false))
         }
         update { $0.address = address.description }
     }

@@ -110,6 +110,13 @@ public actor Daemon {
             throw HandoffError(.storage, "Cannot create \(directory) for the local API socket.",
                                fix: "Create it (mode 0700) or pass --socket with a writable location.")
         }
+        // The directory is what keeps other users away from the socket: it must be ours alone.
+        var info = stat()
+        guard lstat(directory.isEmpty ? "." : directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR,
+              info.st_uid == getuid(), info.st_mode & 0o077 == 0 else {
+            throw HandoffError(.storage, "\(directory) must be a directory owned by this user and closed to others (mode 0700) to hold the local API socket.",
+                               fix: "Run 'chmod 700 \(directory)' if it is yours, or pass --socket in a directory that is (e.g. $XDG_RUNTIME_DIR).")
+        }
         do {
             let listener = try StreamListener.unix(path: path)
             apiListener = listener

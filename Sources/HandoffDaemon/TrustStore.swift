@@ -1,9 +1,9 @@
 import HandoffCore
 import HandoffCrypto
 
-/// The public keys of devices this host trusts, on disk as JSON. Until pairing
-/// lands, keys arrive through `handoff-peer trust`. A corrupt file is reported
-/// and left alone; changes are written atomically before they take effect.
+/// The public keys of paired devices, on disk as JSON. Keys arrive by pairing
+/// and leave by `untrust`. A corrupt file is reported and left alone; changes
+/// are written atomically before they take effect.
 public struct TrustStore: Sendable {
     public struct Entry: Sendable, Equatable {
         public var key: DeviceKey
@@ -18,7 +18,7 @@ public struct TrustStore: Sendable {
         var store = TrustStore(directory: directory)
         guard let bytes = try directory.read(directory.trustPath) else { return store }
         let corrupt = HandoffError(.storage, "The trust store \(directory.trustPath) is corrupt; it was left as it is.",
-                                   fix: "Repair the JSON by hand, or move the file away and trust your devices again with 'handoff-peer trust'.")
+                                   fix: "Repair the JSON by hand, or move the file away and pair your devices again with 'handoff-peer pair'.")
         guard let text = String(validating: bytes, as: UTF8.self),
               let document = try? JSONValue.parse(text),
               document["version"]?.integerValue == 1,

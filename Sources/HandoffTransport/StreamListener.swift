@@ -54,7 +54,12 @@ public final class StreamListener: Sendable {
             probe.close()
             throw SystemError("another handoffd is already listening on \(path)", errno: EADDRINUSE)
         }
-        unlink(path)
+        // Replace only a stale socket, never a file that happens to be at that path.
+        var info = stat()
+        if lstat(path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFSOCK else { throw SystemError("\(path) exists and is not a socket", errno: EEXIST) }
+            unlink(path)
+        }
         let fd = try systemCall("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
         do {
             var address = try UnixAddress(path: path)

@@ -144,10 +144,12 @@ struct Runner {
             return
         }
         print("Device:     \(safe(status["name"]?.stringValue ?? "")) (\(status["deviceId"]?.stringValue ?? ""))")
+        print("Handoff:    \(status["enabled"] == .bool(false) ? "off ('handoff-peer enable' turns it on)" : "on")")
         print("Transfer:   port \(status["transferPort"]?.integerValue ?? 0)/tcp")
         for path in status["discovery"]?.arrayValue ?? [] {
             print("Discovery:  \(path["path"]?.stringValue ?? ""): \(path["state"]?.stringValue ?? "")")
         }
+        print("Bluetooth:  \(safe(status["bluetooth"]?["state"]?.stringValue ?? "?"))")
         print("Paired:     \(status["trustedDevices"]?.integerValue ?? 0) device(s); \(status["peers"]?.integerValue ?? 0) in range")
         if let current = status["current"], current != .null {
             print("Offering:   \(current["type"]?.stringValue ?? "") (sequence \(current["sequence"]?.integerValue ?? 0))")
@@ -327,7 +329,7 @@ struct Runner {
 
     /// Strips control characters a peer could use to rewrite the terminal.
     private func safe(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.properties.generalCategory != .control }))
+        String(String.UnicodeScalarView(text.unicodeScalars.filter { !Activity.containsUnsafeCharacters(String($0)) }))
     }
 
     private func age(millis: Int64) -> String {

@@ -63,7 +63,7 @@ var configuration = DaemonConfiguration(
     socketPath: arguments.value("socket") ?? DaemonConfiguration.defaultSocketPath(),
     name: arguments.value("name") ?? DaemonConfiguration.defaultName())
 if configuration.name.isEmpty || configuration.name.utf8.count > Summary.nameBytes
-    || configuration.name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+    || Activity.containsUnsafeCharacters(configuration.name) {
     fail("--name must be 1 to \(Summary.nameBytes) bytes without control characters.", usage: true)
 }
 configuration.interface = arguments.value("interface")

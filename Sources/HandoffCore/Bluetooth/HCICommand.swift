@@ -109,7 +109,7 @@ public enum AddressType: UInt8, Sendable {
 
 public struct AdvertisingParameters: Equatable, Sendable {
     public enum AdvertisingType: UInt8, Sendable {
-        /// Connectable and scannable undirected: the only legacy type Bumble's emulated link forwards.
+        /// Connectable and scannable undirected (ADV_IND).
         case connectableUndirected = 0x00
         case scannableUndirected = 0x02
         /// Non-connectable: nothing can connect to us, the natural type for a beacon.
