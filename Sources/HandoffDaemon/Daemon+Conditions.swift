@@ -83,7 +83,7 @@ extension Daemon {
     }
 
     nonisolated func networkFix(port: UInt16) -> String {
-        "If a firewall runs there, open the ports: 'sudo ufw allow 47180/udp && sudo ufw allow \(port)' or 'sudo firewall-cmd --add-port=47180/udp --add-port=\(port)/tcp --add-port=\(port)/udp'."
+        "If a firewall runs there, open Handoff's ports (installed profiles): 'sudo ufw allow Handoff' or 'sudo firewall-cmd --permanent --add-service=handoff && sudo firewall-cmd --reload' (by hand: 47180/udp, \(port)/tcp, \(port)/udp)."
     }
 
     // MARK: - doctor
@@ -241,10 +241,10 @@ extension Daemon {
         switch probe {
         case .refused(let host):
             return Check(code: .network, status: .fail, evidence: "\(name)'s transfer port \(port)/tcp at \(host) refuses connections (a firewall rejects it, or nothing listens)",
-                         fix: "On \(name): 'sudo ufw allow \(port)/tcp' or 'sudo firewall-cmd --add-port=\(port)/tcp'.")
+                         fix: "On \(name): 'sudo ufw allow Handoff' or 'sudo firewall-cmd --permanent --add-service=handoff && sudo firewall-cmd --reload' (or open \(port)/tcp by hand).")
         case .dropped(let host):
             return Check(code: .network, status: .fail, evidence: "\(name)'s transfer port \(port)/tcp at \(host) does not answer: packets are silently dropped (a firewall)",
-                         fix: "On \(name): 'sudo ufw allow \(port)/tcp' or 'sudo firewall-cmd --add-port=\(port)/tcp'.")
+                         fix: "On \(name): 'sudo ufw allow Handoff' or 'sudo firewall-cmd --permanent --add-service=handoff && sudo firewall-cmd --reload' (or open \(port)/tcp by hand).")
         case .unreachable(let reason):
             return Check(code: .network, status: .fail, evidence: "no usable link to \(name): \(reason)", fix: "Check both laptops' network connection.")
         case .open:

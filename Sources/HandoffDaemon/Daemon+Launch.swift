@@ -22,8 +22,14 @@ extension Daemon {
             return
         }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: program.hasPrefix("/") ? program : "/usr/bin/env")
-        process.arguments = program.hasPrefix("/") ? Array(words.dropFirst()) : words
+        var command = program.hasPrefix("/") ? words : ["/usr/bin/env"] + words
+        // Under the service unit handoffd holds CAP_NET_RAW and CAP_NET_ADMIN as ambient
+        // capabilities; an app it starts must not inherit them.
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") {
+            command = ["/usr/bin/setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--"] + command
+        }
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         var environment = ProcessInfo.processInfo.environment
         environment["HANDOFF_SOCKET"] = configuration.socketPath
         environment["HANDOFF_LAUNCHED_FOR"] = type
