@@ -1,6 +1,8 @@
-/// A UDP multicast datagram saying "this device is here, reachable on this
-/// port, offering this summary". Signed, so nobody else can speak for a device;
-/// its sequence only grows, so a captured datagram cannot be replayed.
+/// The signed announcement: "this device is here, reachable on this port,
+/// offering this summary". It travels sealed (`SealedAnnouncement`) by
+/// multicast and unicast; in the clear only as a pairing beacon. Signed, so
+/// nobody else can speak for a device; its sequence only grows, so a captured
+/// datagram cannot be replayed.
 public struct Announcement: Equatable, Sendable {
     public enum Kind: UInt8, Sendable {
         case present = 1

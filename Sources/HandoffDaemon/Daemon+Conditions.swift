@@ -55,7 +55,7 @@ extension Daemon {
     func localBluetoothProblem() -> HandoffError? {
         guard let bluetooth, !bluetooth.currentStatus.available else { return nil }
         return HandoffError(.bluetooth, "This host's Bluetooth controller (\(configuration.hci ?? "")) is not working: \(bluetooth.currentStatus.text)",
-                            fix: "Check the adapter ('Scripts/ble-check', 'rfkill list', 'bluetoothctl power on'); handoffd reconnects by itself.")
+                            fix: "Check the adapter ('sudo handoff-ble-check', 'rfkill list', 'bluetoothctl power on'); handoffd reconnects by itself.")
     }
 
     /// enabled, bluetooth and proximity, on this host and the peer, in that order.
@@ -69,7 +69,7 @@ extension Daemon {
         if let local = localBluetoothProblem() { throw local }
         if bluetooth != nil, peer.senderState.contains(.bluetoothConfigured), !peer.senderState.contains(.bluetoothWorking) {
             throw HandoffError(.bluetooth, "\(peer.name) says its Bluetooth controller is not working.",
-                               fix: "On \(peer.name), check the adapter ('Scripts/ble-check', 'rfkill list').")
+                               fix: "On \(peer.name), check the adapter ('sudo handoff-ble-check', 'rfkill list').")
         }
         guard isNear(peer.key, nowMillis: now) else {
             throw HandoffError(.proximity, "\(peer.name) is not near: \(proximityEvidence(peer.key, now)).",
@@ -134,7 +134,7 @@ extension Daemon {
             checks.append(state.available
                 ? Check(code: .bluetooth, status: .pass, evidence: "controller \(configuration.hci ?? "") \(state.text)")
                 : Check(code: .bluetooth, status: .fail, evidence: "controller \(configuration.hci ?? ""): \(state.text)",
-                        fix: "Check the adapter ('Scripts/ble-check', 'rfkill list', 'bluetoothctl power on')."))
+                        fix: "Check the adapter ('sudo handoff-ble-check', 'rfkill list', 'bluetoothctl power on')."))
         } else {
             checks.append(Check(code: .bluetooth, status: .off, evidence: "not used (no --hci): proximity is not enforced on this host"))
         }
@@ -142,12 +142,11 @@ extension Daemon {
             if let mdns = path as? AvahiDiscoveryStatusReporting { return mdns.isAvailable }
             return !path.state.hasPrefix("no ") && !path.state.hasPrefix("closed")
         }.map(\.name)
-        let multicastOnly = discoveryPaths.contains { $0.name == "multicast" }
         checks.append(working.isEmpty
             ? Check(code: .network, status: .fail, evidence: "no discovery path works: " + discoveryPaths.map { "\($0.name): \($0.state)" }.joined(separator: "; "),
                     fix: "Connect to a network; start avahi-daemon for mDNS.")
             : Check(code: .network, status: .pass,
-                    evidence: "transfer port \(transferPort)/tcp listening; discovery by \(working.joined(separator: ", "))" + (multicastOnly ? "" : "")))
+                    evidence: "transfer port \(transferPort)/tcp listening; discovery by \(working.joined(separator: ", "))"))
         checks.append(settings.enabled
             ? Check(code: .enabled, status: .pass, evidence: "Handoff is on")
             : Check(code: .enabled, status: .fail, evidence: "Handoff is switched off on this host", fix: "Run 'handoff-peer enable'."))
@@ -182,7 +181,7 @@ extension Daemon {
             checks.append(Check(code: .bluetooth, status: .off, evidence: "not used on this host"))
         } else if let peer, peer.senderState.contains(.bluetoothConfigured) && !peer.senderState.contains(.bluetoothWorking) {
             checks.append(Check(code: .bluetooth, status: .fail, evidence: "\(name) says its controller is not working",
-                                fix: "On \(name), check the adapter ('Scripts/ble-check', 'rfkill list')."))
+                                fix: "On \(name), check the adapter ('sudo handoff-ble-check', 'rfkill list')."))
         } else if let peer, !peer.senderState.contains(.bluetoothConfigured) {
             checks.append(Check(code: .bluetooth, status: .fail, evidence: "\(name) does not use Bluetooth (no --hci), so it sends no beacon",
                                 fix: "Start handoffd on \(name) with --hci hci0, or without --hci here too."))

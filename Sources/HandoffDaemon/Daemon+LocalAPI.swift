@@ -249,7 +249,7 @@ extension Daemon {
         guard let text = fields["peer"]?.stringValue else { throw .invalidRequest("untrust needs \"peer\": a device id or public key.") }
         let wanted = DeviceKey(hex: text).map { Ed25519.deviceID(of: $0) } ?? DeviceID(parsing: text)
         guard let entry = trust.entries.values.first(where: { Ed25519.deviceID(of: $0.key) == wanted }) else {
-            throw HandoffError(.notFound, "No trusted device has id '\(text)'.", fix: "Run 'handoff-peer status' to see how many devices are trusted, and check the id.")
+            throw HandoffError(.notFound, "No trusted device has id '\(text)'.", fix: "Run 'handoff-peer devices' to see the paired devices and their ids.")
         }
         try trust.remove(entry.key)
         emit(peers.remove(entry.key))

@@ -161,7 +161,11 @@ public actor Daemon {
                 broadcast(["event": "activityEnded", "reason": "expired", "type": .string(current.activity.type)])
             } else if current.activity.expiresAtMillis == nil,
                       current.summary.summary.expiresAtMillis < now + configuration.summaryLifetimeMillis / 2 {
-                _ = try? publish(current.activity)
+                do {
+                    try publish(current.activity)
+                } catch {
+                    log.warning("cannot re-sign the current activity's summary: \(error.code.rawValue); peers drop it when it expires")
+                }
                 return
             }
         }

@@ -128,7 +128,7 @@ final class SecureChannel: FrameChannel {
 
     func receive() throws(HandoffError) -> TransferFrame {
         // The first record starts with the frame header, which says how long the body is:
-        // the body is then decrypted straight into one buffer of that size.
+        // the body then grows record by record, up to that size and no further.
         let firstRecord = try readRecord()
         var first = [UInt8](repeating: 0, count: firstRecord.count - SecretStream.overheadBytes)
         let firstTag = firstRecord.withUnsafeBytes { input in first.withUnsafeMutableBytes { receiver.pull(input, into: $0.baseAddress!) } }

@@ -47,7 +47,7 @@ public struct OutgoingAnnouncement: Sendable {
     }
 }
 
-/// One way of finding peers (UDP multicast, Avahi mDNS; BLE later). The
+/// One way of finding peers (UDP multicast, unicast to mDNS-found peers, Avahi mDNS, Bluetooth LE). The
 /// daemon starts each path it is configured for and feeds every observation
 /// into one peer table.
 public protocol DiscoveryPath: AnyObject, Sendable {

@@ -2,7 +2,7 @@ import HandoffCore
 
 /// Every command's declaration: parsing and help both come from here.
 enum Commands {
-    static let json = CommandSpec.Option("json", help: "Print JSON instead of a table.")
+    static let json = CommandSpec.Option("json", help: "Print JSON (for scripts).")
 
     static let all: [CommandSpec] = [
         CommandSpec(name: "list", abstract: "List peers in range and the activity each offers.", options: [json]),

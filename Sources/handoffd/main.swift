@@ -71,6 +71,10 @@ if let port: UInt16 = number(arguments, "port", 0...65535) { configuration.trans
 if let port: UInt16 = number(arguments, "discovery-port", 1...65535) { configuration.multicast.port = port }
 if let seconds: UInt64 = number(arguments, "announce-interval", 1...3600) { configuration.announceIntervalMillis = seconds * 1000 }
 if let seconds: UInt16 = number(arguments, "peer-ttl", 2...3600) { configuration.peerTTLSeconds = seconds }
+// Peers must hear at least two announcements within the TTL, or they drop this host between them.
+if configuration.announceIntervalMillis * 2 > UInt64(configuration.peerTTLSeconds) * 1000 {
+    fail(UsageError.invalidValue(option: "--announce-interval", reason: "must be at most half of --peer-ttl (\(configuration.peerTTLSeconds) s), or peers drop this host between announcements.").description, usage: true)
+}
 if let seconds: Int = number(arguments, "transfer-timeout", 1...600) { configuration.transferTimeoutMillis = seconds * 1000 }
 if let device = arguments.value("hci"), device != "none" {
     guard device.hasPrefix("unix:") ? device.count > 5 : device.hasPrefix("hci") && Int(device.dropFirst(3)) != nil else {
