@@ -174,6 +174,8 @@ public struct PeerTable: Sendable {
         case let .replace(offer):
             peer.offer = offer
             events.append(.offerReceived(key))
+        case let .refresh(offer):
+            peer.offer = offer
         case .withdraw:
             if peer.offer != nil { events.append(.offerWithdrawn(key)) }
             peer.offer = nil
@@ -182,7 +184,8 @@ public struct PeerTable: Sendable {
         return events
     }
 
-    private enum OfferChange { case keep, replace(SignedSummary), withdraw }
+    /// `refresh`: the same offer (same sequence) re-signed with a later timestamp and expiry.
+    private enum OfferChange { case keep, replace(SignedSummary), refresh(SignedSummary), withdraw }
 
     private mutating func checkOffer(_ offer: SignedSummary?, from key: DeviceKey, current: SignedSummary?,
                                      nowMillis: UInt64, verifier: some SignatureVerifying) -> OfferChange {
@@ -196,9 +199,13 @@ public struct PeerTable: Sendable {
             drops.expired += 1
             return .withdraw
         }
-        if let current, offer.summary.sequence <= current.summary.sequence {
+        if let current, offer.summary.sequence < current.summary.sequence
+            || (offer.summary.sequence == current.summary.sequence && offer.summary.timestampMillis <= current.summary.timestampMillis) {
             drops.replayed += 1
             return .keep
+        }
+        if let current, offer.summary.sequence == current.summary.sequence {
+            return .refresh(offer)
         }
         return .replace(offer)
     }

@@ -161,12 +161,15 @@ public actor Daemon {
                 broadcast(["event": "activityEnded", "reason": "expired", "type": .string(current.activity.type)])
             } else if current.activity.expiresAtMillis == nil,
                       current.summary.summary.expiresAtMillis < now + configuration.summaryLifetimeMillis / 2 {
+                // Same activity, same sequence (so a decline still holds): only a later timestamp and expiry.
+                var summary = current.summary.summary
+                summary.timestampMillis = now
+                summary.expiresAtMillis = now + configuration.summaryLifetimeMillis
                 do {
-                    try publish(current.activity)
+                    published?.summary = try summary.signed(by: identity)
                 } catch {
-                    log.warning("cannot re-sign the current activity's summary: \(error.code.rawValue); peers drop it when it expires")
+                    log.warning("cannot re-sign the current activity's summary: \(error); peers drop it when it expires")
                 }
-                return
             }
         }
         announce()

@@ -579,3 +579,22 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
         #expect(!PeerTable.isFresh(timestampMillis: 1_700_000_000_000, ttlMillis: 30_000, nowMillis: 1_700_000_200_000))
     }
 }
+
+@Suite struct OfferRefreshTests {
+    @Test func theSameOfferReSignedLaterRefreshesQuietlyAndKeepsADecline() throws {
+        var table = makeTable()
+        let signer = alice
+        var summary = Summary(senderKey: signer.publicKey, senderName: "alice", activityType: "org.example.reader", title: "Chapter 1",
+                              payloadSize: 10, payloadDigest: [UInt8](repeating: 7, count: 32), sequence: 100,
+                              timestampMillis: now, expiresAtMillis: now + 600_000)
+        _ = table.receive(datagram(alice, sequence: 1, offer: try summary.signed(by: signer)))
+        table.decline(alice.publicKey, sequence: 100)
+        summary.timestampMillis = now + 1000
+        summary.expiresAtMillis = now + 1_200_000
+        let refreshed = try summary.signed(by: signer)
+        #expect(table.receive(datagram(alice, sequence: 2, offer: refreshed), at: now + 1000) == [])
+        #expect(table.peers[alice.publicKey]?.offer == refreshed)
+        #expect(table.peers[alice.publicKey]?.visibleOffer(nowMillis: now + 1000) == nil) // still declined
+        #expect(table.drops == DropCounters())
+    }
+}
