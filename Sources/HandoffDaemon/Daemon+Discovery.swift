@@ -17,6 +17,7 @@ extension Daemon {
             let path = MulticastDiscovery(configuration: settings)
             try path.start(observer: observer)
             discoveryPaths.append(path)
+            multicast = path
         }
         if configuration.discovery.contains(.mdns) {
             let unicast = UnicastAnnouncer(port: transferPort)

@@ -29,6 +29,7 @@ public actor Daemon {
     var nextAcceptID = 0
     var discoveryPaths: [any DiscoveryPath] = []
     var mdns: AvahiDiscovery?
+    var multicast: MulticastDiscovery?
     var unicast: UnicastAnnouncer?
     /// mDNS sightings by instance name (one per address family and link).
     var sightings: [String: [ServiceSighting]] = [:]
@@ -151,6 +152,7 @@ public actor Daemon {
     func tick() {
         let now = wallClockMillis()
         emit(peers.expire(nowMillis: now))
+        multicast?.refreshInterfaces()
         rotateServiceRecord()
         rotateBeacon()
         if let current = published {

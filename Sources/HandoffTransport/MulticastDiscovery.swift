@@ -39,8 +39,9 @@ public final class MulticastDiscovery: DiscoveryPath {
             var families: [String] = []
             if sockets.ipv4 >= 0 { families.append(configuration.ipv4Group) }
             if sockets.ipv6 >= 0 { families.append(configuration.ipv6Group) }
-            let base = families.isEmpty ? "no multicast socket" :
-                "joined \(families.joined(separator: " and ")) port \(configuration.port) on \(names.isEmpty ? "no interface" : names)"
+            let base = families.isEmpty ? "no multicast socket" : names.isEmpty
+                ? "listening on port \(configuration.port); no network interface is up yet: joining \(families.joined(separator: " and ")) when one is"
+                : "joined \(families.joined(separator: " and ")) port \(configuration.port) on \(names)"
             return sockets.problems.isEmpty ? base : base + "; " + sockets.problems.joined(separator: "; ")
         }
     }
@@ -105,17 +106,38 @@ public final class MulticastDiscovery: DiscoveryPath {
         }
     }
 
+    private func joinIPv4(fd: Int32, interface: (name: String, index: UInt32)) throws(SystemError) {
+        let request = ip_mreqn(imr_multiaddr: try Self.ipv4Address(configuration.ipv4Group), imr_address: in_addr(s_addr: INADDR_ANY),
+                               imr_ifindex: Int32(interface.index))
+        try setOption(fd, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, request, "IP_ADD_MEMBERSHIP on \(interface.name)")
+    }
+
+    private func joinIPv6(fd: Int32, interface: (name: String, index: UInt32)) throws(SystemError) {
+        let request = ipv6_mreq(ipv6mr_multiaddr: try Self.ipv6Address(configuration.ipv6Group), ipv6mr_interface: interface.index)
+        try setOption(fd, Int32(IPPROTO_IPV6), IPV6_ADD_MEMBERSHIP, request, "IPV6_ADD_MEMBERSHIP on \(interface.name)")
+    }
+
+    /// Follows interfaces that come and go (Wi-Fi connecting after login, a dock):
+    /// joins the groups on new ones, forgets vanished ones. Only without --interface.
+    public func refreshInterfaces() {
+        guard configuration.interface == nil, let current = try? Self.multicastInterfaces(named: nil) else { return }
+        sockets.withLock { sockets in
+            sockets.interfaces.removeAll { old in !current.contains { $0.name == old.name && $0.index == old.index } }
+            for interface in current where !sockets.interfaces.contains(where: { $0.name == interface.name && $0.index == interface.index }) {
+                var joined = false
+                if sockets.ipv4 >= 0, (try? joinIPv4(fd: sockets.ipv4, interface: interface)) != nil { joined = true }
+                if sockets.ipv6 >= 0, (try? joinIPv6(fd: sockets.ipv6, interface: interface)) != nil { joined = true }
+                if joined { sockets.interfaces.append(interface) }
+            }
+        }
+    }
+
     // MARK: - IPv4
 
     private func openIPv4(interfaces: [(name: String, index: UInt32)]) throws(SystemError) -> Int32 {
         let fd = try DatagramSocket.open(family: AF_INET, port: configuration.port, reusePort: true)
         do throws(SystemError) {
-            let group = try Self.ipv4Address(configuration.ipv4Group)
-            for interface in interfaces {
-                let request = ip_mreqn(imr_multiaddr: group, imr_address: in_addr(s_addr: INADDR_ANY),
-                                       imr_ifindex: Int32(interface.index))
-                try setOption(fd, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, request, "IP_ADD_MEMBERSHIP on \(interface.name)")
-            }
+            for interface in interfaces { try joinIPv4(fd: fd, interface: interface) }
             try setOption(fd, Int32(IPPROTO_IP), IP_MULTICAST_TTL, Int32(1), "setsockopt(IP_MULTICAST_TTL)")
             try setOption(fd, Int32(IPPROTO_IP), IP_MULTICAST_LOOP, Int32(0), "setsockopt(IP_MULTICAST_LOOP)")
             return fd
@@ -148,11 +170,7 @@ public final class MulticastDiscovery: DiscoveryPath {
     private func openIPv6(interfaces: [(name: String, index: UInt32)]) throws(SystemError) -> Int32 {
         let fd = try DatagramSocket.open(family: AF_INET6, port: configuration.port, reusePort: true)
         do throws(SystemError) {
-            let group = try Self.ipv6Address(configuration.ipv6Group)
-            for interface in interfaces {
-                let request = ipv6_mreq(ipv6mr_multiaddr: group, ipv6mr_interface: interface.index)
-                try setOption(fd, Int32(IPPROTO_IPV6), IPV6_ADD_MEMBERSHIP, request, "IPV6_ADD_MEMBERSHIP on \(interface.name)")
-            }
+            for interface in interfaces { try joinIPv6(fd: fd, interface: interface) }
             try setOption(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_HOPS, Int32(1), "setsockopt(IPV6_MULTICAST_HOPS)")
             try setOption(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_LOOP, Int32(0), "setsockopt(IPV6_MULTICAST_LOOP)")
             return fd
@@ -217,10 +235,7 @@ public final class MulticastDiscovery: DiscoveryPath {
             }
             cursor = entry.pointee.ifa_next
         }
-        guard !found.isEmpty else {
-            throw HandoffError(.network, "No network interface is up and multicast-capable.",
-                               fix: "Connect to a network (Wi-Fi or Ethernet); Handoff needs a link shared with the other host.")
-        }
+        // None up yet is not an error: refreshInterfaces() joins them when they come.
         return found
     }
 }

@@ -184,6 +184,24 @@ class TwoHosts(unittest.TestCase):
         wait_until("b to see a again", lambda: listed("laptop-b", "laptop-a"))
 
 
+    def test_10_an_interface_that_comes_up_after_start_is_joined(self):
+        # A laptop whose Wi-Fi connects after login: handoffd starts with no interface up.
+        lab("stop", "laptop-a")
+        lab("exec", "laptop-a", "ip", "link", "set", "eth0", "down")
+        try:
+            lab("start", "laptop-a", *DAEMON_ARGS, "--any-interface", "--discovery", "multicast")
+            multicast = [d for d in peer_json("laptop-a", "status")["discovery"] if d["path"] == "multicast"][0]
+            self.assertIn("no network interface is up yet", multicast["state"])
+        finally:
+            lab("exec", "laptop-a", "ip", "link", "set", "eth0", "up")
+        wait_until("a's multicast to join eth0", lambda: "on eth0" in
+                   [d for d in peer_json("laptop-a", "status")["discovery"] if d["path"] == "multicast"][0]["state"], timeout=8)
+        wait_until("b to see a again", lambda: listed("laptop-b", "laptop-a"), timeout=8)
+        lab("stop", "laptop-a")
+        lab("start", "laptop-a", *DAEMON_ARGS)
+        wait_until("b to see a", lambda: listed("laptop-b", "laptop-a"))
+
+
 class CorruptState(unittest.TestCase):
     def test_corrupt_identity_stops_the_daemon_and_is_not_overwritten(self):
         require_root()
