@@ -31,13 +31,20 @@ public final class UnicastAnnouncer: DiscoveryPath {
     }
 
     public func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {
-        let ipv4: Int32
-        let ipv6: Int32
-        do {
-            ipv4 = try DatagramSocket.open(family: AF_INET, port: port, reusePort: false)
-            ipv6 = try DatagramSocket.open(family: AF_INET6, port: port, reusePort: false)
-        } catch {
-            throw HandoffError(.network, "Cannot open \(port)/udp for announcements from mDNS peers: \(error).",
+        // Either family alone will do (a kernel with IPv6 switched off, say).
+        var failures: [String] = []
+        func open(_ family: Int32) -> Int32 {
+            do {
+                return try DatagramSocket.open(family: family, port: port, reusePort: false)
+            } catch {
+                failures.append("\(error)")
+                return -1
+            }
+        }
+        let ipv4 = open(AF_INET)
+        let ipv6 = open(AF_INET6)
+        guard ipv4 >= 0 || ipv6 >= 0 else {
+            throw HandoffError(.network, "Cannot open \(port)/udp for announcements from mDNS peers: \(failures.joined(separator: "; ")).",
                                fix: "Stop the program using \(port)/udp or pass another --port.")
         }
         state_.withLock {
@@ -45,7 +52,7 @@ public final class UnicastAnnouncer: DiscoveryPath {
             $0.ipv6 = ipv6
         }
         running.store(true, ordering: .releasing)
-        for fd in [ipv4, ipv6] {
+        for fd in [ipv4, ipv6] where fd >= 0 {
             let thread = Thread { [self] in
                 DatagramSocket.receiveLoop(fd: fd, isRunning: { running.load(ordering: .acquiring) }) { bytes, host in
                     observer(.announcement(bytes: bytes, fromHost: host, path: .unicast))
