@@ -52,6 +52,18 @@ public struct Announcement: Equatable, Sendable {
     }
 
     public static let magic: [UInt8] = Array("HNDF".utf8)
+
+    /// Size, magic and version, shared by both forms; returns a reader at the kind byte.
+    static func prologue(_ bytes: [UInt8], version expected: UInt8) throws(WireError) -> ByteReader {
+        guard bytes.count <= maximumBytes else {
+            throw .tooLong(field: "announcement", length: bytes.count, limit: maximumBytes)
+        }
+        var reader = ByteReader(bytes)
+        guard try reader.readBytes(4) == magic else { throw .badMagic }
+        let version = try reader.readUInt8()
+        guard version == expected else { throw .unsupportedVersion(version) }
+        return reader
+    }
     public static let version: UInt8 = 1
     /// Comfortably below the IPv6 minimum MTU, so a datagram is never fragmented.
     public static let maximumBytes = 1200
@@ -97,13 +109,7 @@ public struct ReceivedAnnouncement: Sendable {
     public let signature: [UInt8]?
 
     public init(decoding bytes: [UInt8]) throws(WireError) {
-        guard bytes.count <= Announcement.maximumBytes else {
-            throw .tooLong(field: "announcement", length: bytes.count, limit: Announcement.maximumBytes)
-        }
-        var reader = ByteReader(bytes)
-        guard try reader.readBytes(4) == Announcement.magic else { throw .badMagic }
-        let version = try reader.readUInt8()
-        guard version == Announcement.version else { throw .unsupportedVersion(version) }
+        var reader = try Announcement.prologue(bytes, version: Announcement.version)
         let rawKind = try reader.readUInt8()
         guard let kind = Announcement.Kind(rawValue: rawKind) else { throw .unknownKind(rawKind) }
         let key = DeviceKey(bytes: try reader.readBytes(DeviceKey.byteCount))!
@@ -164,9 +170,7 @@ public struct SealedAnnouncement: Equatable, Sendable {
     }
 
     /// The bytes the AEAD authenticates besides the ciphertext.
-    public var header: [UInt8] {
-        Announcement.magic + [Self.version, Self.kind] + hint + nonce
-    }
+    public var header: [UInt8] { Self.header(hint: hint, nonce: nonce) }
 
     public var encoded: [UInt8] { header + ciphertext }
 
@@ -175,13 +179,7 @@ public struct SealedAnnouncement: Equatable, Sendable {
     }
 
     public init(decoding bytes: [UInt8]) throws(WireError) {
-        guard bytes.count <= Announcement.maximumBytes else {
-            throw .tooLong(field: "announcement", length: bytes.count, limit: Announcement.maximumBytes)
-        }
-        var reader = ByteReader(bytes)
-        guard try reader.readBytes(4) == Announcement.magic else { throw .badMagic }
-        let version = try reader.readUInt8()
-        guard version == Self.version else { throw .unsupportedVersion(version) }
+        var reader = try Announcement.prologue(bytes, version: Self.version)
         let kind = try reader.readUInt8()
         guard kind == Self.kind else { throw .unknownKind(kind) }
         hint = try reader.readBytes(Self.hintBytes)

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import HandoffCore
 
@@ -56,6 +57,20 @@ enum DatagramSocket {
             }
             guard received > 0 else { continue }
             deliver(Array(buffer[0..<received]), SocketAddress(storage: storage, length: length).host)
+        }
+    }
+
+    /// One receive thread per open socket, each handing announcements to `observer` as arriving by `path`.
+    static func startReceiving(on fds: [Int32], path: DiscoveryPathName, isRunning: @escaping @Sendable () -> Bool,
+                               observer: @escaping @Sendable (DiscoveryObservation) -> Void) {
+        for fd in fds where fd >= 0 {
+            let thread = Thread {
+                receiveLoop(fd: fd, isRunning: isRunning) { bytes, host in
+                    observer(.announcement(bytes: bytes, fromHost: host, path: path))
+                }
+            }
+            thread.name = "\(path.rawValue) receive"
+            thread.start()
         }
     }
 

@@ -74,15 +74,8 @@ public final class MulticastDiscovery: DiscoveryPath {
             $0.problems = problems
         }
         running.store(true, ordering: .releasing)
-        for fd in [ipv4, ipv6] where fd >= 0 {
-            let thread = Thread { [self] in
-                DatagramSocket.receiveLoop(fd: fd, isRunning: { running.load(ordering: .acquiring) }) { bytes, host in
-                    observer(.announcement(bytes: bytes, fromHost: host, path: .multicast))
-                }
-            }
-            thread.name = "multicast receive"
-            thread.start()
-        }
+        DatagramSocket.startReceiving(on: [ipv4, ipv6], path: .multicast,
+                                      isRunning: { [self] in running.load(ordering: .acquiring) }, observer: observer)
     }
 
     /// Every datagram goes to the groups: sealed ones are readable only by their recipient.

@@ -52,15 +52,8 @@ public final class UnicastAnnouncer: DiscoveryPath {
             $0.ipv6 = ipv6
         }
         running.store(true, ordering: .releasing)
-        for fd in [ipv4, ipv6] where fd >= 0 {
-            let thread = Thread { [self] in
-                DatagramSocket.receiveLoop(fd: fd, isRunning: { running.load(ordering: .acquiring) }) { bytes, host in
-                    observer(.announcement(bytes: bytes, fromHost: host, path: .unicast))
-                }
-            }
-            thread.name = "unicast receive"
-            thread.start()
-        }
+        DatagramSocket.startReceiving(on: [ipv4, ipv6], path: .unicast,
+                                      isRunning: { [self] in running.load(ordering: .acquiring) }, observer: observer)
     }
 
     /// Where each paired device can be reached: the addresses mDNS resolved for it.
