@@ -18,61 +18,21 @@ public final class StreamListener: Sendable {
     /// Listens on TCP, all addresses, IPv6 and IPv4 on one socket (IPv4 alone when
     /// the kernel has IPv6 switched off). Port 0 picks a free one.
     public static func tcp(port: UInt16) throws(SystemError) -> StreamListener {
-        let fd: Int32
         do {
-            fd = try systemCall("socket") { socket(AF_INET6, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+            return try tcp(family: AF_INET6, port: port)
         } catch where error.errno == EAFNOSUPPORT {
-            return try tcpIPv4(port: port)
-        }
-        do {
-            try setOption(fd, SOL_SOCKET, SO_REUSEADDR, Int32(1), "setsockopt(SO_REUSEADDR)")
-            try setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, Int32(0), "setsockopt(IPV6_V6ONLY)")
-            var address = sockaddr_in6()
-            address.sin6_family = sa_family_t(AF_INET6)
-            address.sin6_port = port.bigEndian
-            address.sin6_addr = in6addr_any
-            try systemCall("bind(port \(port))") {
-                withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-                }
-            }
-            try systemCall("listen") { listen(fd, 64) }
-            var bound = sockaddr_in6()
-            var length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-            try systemCall("getsockname") {
-                withUnsafeMutablePointer(to: &bound) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-                }
-            }
-            return StreamListener(fd: fd, port: UInt16(bigEndian: bound.sin6_port))
-        } catch {
-            Glibc.close(fd)
-            throw error
+            return try tcp(family: AF_INET, port: port)
         }
     }
 
-    private static func tcpIPv4(port: UInt16) throws(SystemError) -> StreamListener {
-        let fd = try systemCall("socket") { socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+    private static func tcp(family: Int32, port: UInt16) throws(SystemError) -> StreamListener {
+        let fd = try systemCall("socket") { socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
         do {
             try setOption(fd, SOL_SOCKET, SO_REUSEADDR, Int32(1), "setsockopt(SO_REUSEADDR)")
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
-            address.sin_addr.s_addr = INADDR_ANY
-            try systemCall("bind(port \(port))") {
-                withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                }
-            }
+            if family == AF_INET6 { try setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, Int32(0), "setsockopt(IPV6_V6ONLY)") }
+            try bindAnyAddress(fd, family: family, port: port, "bind(port \(port))")
             try systemCall("listen") { listen(fd, 64) }
-            var bound = sockaddr_in()
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            try systemCall("getsockname") {
-                withUnsafeMutablePointer(to: &bound) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-                }
-            }
-            return StreamListener(fd: fd, port: UInt16(bigEndian: bound.sin_port))
+            return StreamListener(fd: fd, port: try boundPort(fd))
         } catch {
             Glibc.close(fd)
             throw error
