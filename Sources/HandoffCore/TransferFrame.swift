@@ -128,16 +128,47 @@ public enum TransferFrame: Equatable, Sendable {
         return name
     }
 
-    /// Parses the 6-byte header; returns the kind and the body length to read next.
-    public static func bodyLength(header: [UInt8]) throws(WireError) -> (kind: UInt8, length: Int) {
+    /// Which frames a reader takes in its current state, and the most each may carry.
+    public enum Limits: Sendable {
+        /// Before authentication: only the handshake messages (and a refusal), each
+        /// small, so a stranger's frame is refused from its 6-byte header, before
+        /// any of its body is read or allocated.
+        case clear
+        /// Inside the authenticated channel: any frame up to `maximumBodyBytes`.
+        case authenticated
+
+        public func maximumBodyBytes(kind: UInt8) -> Int? {
+            switch self {
+            case .authenticated:
+                return TransferFrame.maximumBodyBytes
+            case .clear:
+                switch Kind(rawValue: kind) {
+                case .hello, .serverHello, .clientAuth: return TransferFrame.maximumHandshakeBodyBytes
+                case .refusal: return TransferFrame.maximumRefusalBodyBytes
+                default: return nil
+                }
+            }
+        }
+    }
+
+    public static let maximumHandshakeBodyBytes = 256
+    /// Code length byte, code, message length, message.
+    public static let maximumRefusalBodyBytes = 1 + 255 + 2 + Refusal.messageBytes
+
+    /// Parses the 6-byte header; returns the kind and the body length to read next,
+    /// refusing a kind or length that `limits` does not allow.
+    public static func bodyLength(header: [UInt8], limits: Limits = .authenticated) throws(WireError) -> (kind: UInt8, length: Int) {
         var reader = ByteReader(header)
         let version = try reader.readUInt8()
         guard version == Self.version else { throw .unsupportedVersion(version) }
         let kind = try reader.readUInt8()
         guard Kind(rawValue: kind) != nil else { throw .unknownKind(kind) }
         let length = Int(try reader.readUInt32BE())
-        guard length <= maximumBodyBytes else {
-            throw .tooLong(field: "frame", length: length, limit: maximumBodyBytes)
+        guard let limit = limits.maximumBodyBytes(kind: kind) else {
+            throw .invalidValue("frame kind \(kind) is not allowed before authentication")
+        }
+        guard length <= limit else {
+            throw .tooLong(field: "frame", length: length, limit: limit)
         }
         return (kind, length)
     }
@@ -148,7 +179,9 @@ public enum TransferFrame: Equatable, Sendable {
         switch kind {
         case .hello, .serverHello, .clientAuth:
             // Fixed sizes, checked by the handshake; bounded here so nothing large is held.
-            guard body.count <= 256 else { throw .tooLong(field: "handshake message", length: body.count, limit: 256) }
+            guard body.count <= Self.maximumHandshakeBodyBytes else {
+                throw .tooLong(field: "handshake message", length: body.count, limit: Self.maximumHandshakeBodyBytes)
+            }
             self = kind == .hello ? .hello(body) : kind == .serverHello ? .serverHello(body) : .clientAuth(body)
             return
         case .fetch:

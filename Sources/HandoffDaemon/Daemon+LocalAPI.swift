@@ -8,6 +8,7 @@ import HandoffTransport
 extension Daemon {
     /// Large enough for a userInfo at its hard limit, base64-encoded.
     static let maximumRequestBytes = ActivityLimits.payloadBytes / 3 * 4 + 1024 * 1024
+    static let localSendTimeoutMillis = 5_000
 
     /// Runs on the client's own thread: read a line, hand it to the actor, write the reply.
     nonisolated func serveLocalClient(_ connection: StreamConnection) {
@@ -15,6 +16,9 @@ extension Daemon {
             connection.close()
             waitFor { await self.unsubscribe(connection) }
         }
+        // A client whose socket stays full this long has stopped reading: it is
+        // disconnected rather than holding a writer (and its events) forever.
+        try? connection.setSendTimeout(millis: Self.localSendTimeoutMillis)
         while true {
             let line: [UInt8]?
             do {

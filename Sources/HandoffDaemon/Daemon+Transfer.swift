@@ -14,6 +14,7 @@ extension Daemon {
         try? connection.setTimeout(millis: configuration.transferTimeoutMillis)
         do throws(HandoffError) {
             let channel = try SecureChannel.accept(connection, identity: identity)
+            connection.setDeadline(millisFromNow: nil)
             switch channel.session.purpose {
             case .fetch:
                 try serveFetch(over: channel)

@@ -87,13 +87,24 @@ public actor Daemon {
 
     // MARK: - Lifecycle
 
+    /// A handful of peers fetch at once at most; one source needs no more than a
+    /// few (a fetch, a doctor probe, a retry). Unauthenticated connections count too.
+    static let transferConnectionLimits = ConnectionLimits(total: 32, perSource: 4)
+    /// Apps, the CLI and subscribers of this user; bounded so descriptors never run out.
+    static let localConnectionLimits = ConnectionLimits(total: 128, perSource: 128)
+    static let handshakeDeadlineMillis = 5_000
+
     public func start() throws(HandoffError) {
         log.info("device id \(deviceID), name '\(configuration.name)', \(trust.entries.count) trusted device(s)")
         do {
             let transfer = try StreamListener.tcp(port: configuration.transferPort)
             transferListener = transfer
             transferPort = transfer.port
-            transfer.run(name: "transfer") { [self] connection in serve(connection) }
+            transfer.run(name: "transfer", limits: Self.transferConnectionLimits) { [self] connection in
+                // The handshake must finish within this, however slowly bytes trickle in.
+                connection.setDeadline(millisFromNow: Self.handshakeDeadlineMillis)
+                serve(connection)
+            }
         } catch {
             throw HandoffError(.network, "Cannot open the transfer port \(configuration.transferPort)/tcp: \(error).",
                                fix: "Stop the program using the port or pass another with --port.")
@@ -121,7 +132,7 @@ public actor Daemon {
         do {
             let listener = try StreamListener.unix(path: path)
             apiListener = listener
-            listener.run(name: "local API") { [self] connection in serveLocalClient(connection) }
+            listener.run(name: "local API", limits: Self.localConnectionLimits) { [self] connection in serveLocalClient(connection) }
         } catch {
             throw HandoffError(.storage, "Cannot listen on \(path): \(error).",
                                fix: error.errno == EADDRINUSE ? "Another handoffd runs with this socket; stop it or pass another --socket."
@@ -129,16 +140,30 @@ public actor Daemon {
         }
     }
 
-    /// Says goodbye so peers drop this host at once, then closes everything.
-    public func shutdown() {
+    /// Says goodbye so peers drop this host at once, then stops every path and
+    /// listener. Never blocks the actor: the subscribers' last events are
+    /// written by `finish(subscribers:)`, off the actor, within a bound.
+    public func shutdown() -> ShutdownHandle {
         log.info("stopping")
-        failActiveAccepts()
-        for sink in subscribers.values { sink.flush() }
         announce(kind: .goodbye)
+        failActiveAccepts()
         for path in discoveryPaths { path.stop() }
         transferListener?.stop()
         apiListener?.stop()
         unlink(configuration.socketPath)
+        let sinks = Array(subscribers.values)
+        subscribers.removeAll()
+        return ShutdownHandle(sinks: sinks)
+    }
+
+    /// What is left to do after `shutdown()`, on the caller's thread.
+    public struct ShutdownHandle: Sendable {
+        let sinks: [EventSink]
+
+        /// Gives subscribers at most `millis` to take their last events, then disconnects them.
+        public func finish(withinMillis millis: Int) {
+            EventSink.finish(sinks, withinMillis: millis)
+        }
     }
 
     private func runTimers() async {

@@ -5,7 +5,10 @@ import Synchronization
 
 /// One subscriber's event stream. Writes happen on the sink's own serial queue
 /// so a subscriber that stops reading never blocks the daemon; one that falls
-/// too far behind is disconnected.
+/// too far behind, or whose socket stays full for `sendTimeoutMillis`, is
+/// disconnected. Disconnecting shuts the socket down for every thread that
+/// uses it; its descriptor number is released only when the last of them is
+/// done (StreamConnection), so no event can reach another connection.
 final class EventSink: Sendable {
     static let maximumBacklog = 1024
     let connection: StreamConnection
@@ -18,20 +21,29 @@ final class EventSink: Sendable {
 
     /// Returns false once the subscriber is gone or hopelessly behind.
     func send(_ event: JSONValue) -> Bool {
+        guard !connection.isClosed else { return false }
         guard backlog.add(1, ordering: .relaxed).newValue <= Self.maximumBacklog else {
             connection.close()
             return false
         }
         let line = Array((event.encodedLine() + "\n").utf8)
         queue.async { [self] in
-            if (try? connection.write(line)) == nil { connection.close() }
+            if !connection.isClosed, (try? connection.write(line)) == nil { connection.close() }
             backlog.subtract(1, ordering: .relaxed)
         }
         return true
     }
 
-    /// Waits until everything queued so far is written (used before the daemon exits).
-    func flush() {
-        queue.sync {}
+    /// Before the daemon exits: lets the sinks write what is queued for at most
+    /// `millis`, then ends every connection whether or not its subscriber read
+    /// it. Blocks the calling thread, never an actor.
+    static func finish(_ sinks: [EventSink], withinMillis millis: Int) {
+        let group = DispatchGroup()
+        for sink in sinks {
+            group.enter()
+            sink.queue.async { group.leave() }
+        }
+        _ = group.wait(timeout: .now() + .milliseconds(millis))
+        for sink in sinks { sink.connection.close() }
     }
 }

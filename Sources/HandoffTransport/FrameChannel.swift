@@ -9,12 +9,16 @@ public protocol FrameChannel: Sendable {
     func close()
 }
 
-/// Transfer frames over a TCP connection, with the header checked before the body is read.
+/// Transfer frames over a TCP connection, with the header checked against
+/// `limits` before any of the body is read. The daemon uses it in the clear,
+/// for the handshake only; `.authenticated` is for tests of the exchange.
 public struct StreamFrameChannel: FrameChannel {
     public let connection: StreamConnection
+    public let limits: TransferFrame.Limits
 
-    public init(connection: StreamConnection) {
+    public init(connection: StreamConnection, limits: TransferFrame.Limits = .clear) {
         self.connection = connection
+        self.limits = limits
     }
 
     public func send(_ frame: TransferFrame) throws(HandoffError) {
@@ -28,7 +32,7 @@ public struct StreamFrameChannel: FrameChannel {
     public func receive() throws(HandoffError) -> TransferFrame {
         do {
             let header = try connection.read(exactly: TransferFrame.headerBytes)
-            let (kind, length) = try TransferFrame.bodyLength(header: header)
+            let (kind, length) = try TransferFrame.bodyLength(header: header, limits: limits)
             let body = try connection.read(exactly: length)
             return try TransferFrame(kind: kind, body: body)
         } catch let error as SystemError {

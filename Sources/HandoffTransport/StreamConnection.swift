@@ -1,29 +1,59 @@
 import Glibc
 import Synchronization
 
-/// One connected stream socket (TCP or Unix), used with blocking calls from a
-/// thread of its own. Reads belong to one thread; writes are serialised by a
+/// One connected stream socket (TCP or Unix), used with blocking calls from
+/// threads of its own. Reads belong to one thread; writes are serialised by a
 /// lock so event pushes and replies never interleave.
+///
+/// The descriptor's number is released only in `deinit`, when no thread can
+/// still hold this object: `close()` shuts the socket down, which wakes every
+/// thread blocked on it and fails later calls, but keeps the number reserved.
+/// So the kernel never hands the number to another connection while a thread
+/// of this one might still read or write it.
 public final class StreamConnection: Sendable {
-    public let fd: Int32
+    let fd: Int32
     /// Who is on the other end, for logs (numeric address or "local").
     public let remote: String
+    /// The numeric source address without port (nil for Unix sockets), for per-source budgets.
+    public let remoteHost: String?
     private let readState = Mutex(ReadState())
     private let writeLock = Mutex(())
     private let closed = Atomic<Bool>(false)
+    /// Monotonic milliseconds after which reads fail with ETIMEDOUT (0: none).
+    private let deadline = Atomic<UInt64>(0)
+
+    /// The receive buffer starts small (a handshake needs a few hundred bytes)
+    /// and grows only when a large read is asked for, so an idle or
+    /// unauthenticated connection holds little memory.
+    static let initialScratchBytes = 4 * 1024
+    static let maximumScratchBytes = 256 * 1024
 
     struct ReadState: ~Copyable {
         var buffer: [UInt8] = []
         /// Reused for every recv: allocating (and zeroing) a fresh one per call costs more than the copy.
-        var scratch = [UInt8](repeating: 0, count: 256 * 1024)
+        var scratch = [UInt8](repeating: 0, count: StreamConnection.initialScratchBytes)
     }
 
-    init(fd: Int32, remote: String) {
+    init(fd: Int32, remote: String, remoteHost: String? = nil) {
         self.fd = fd
         self.remote = remote
+        self.remoteHost = remoteHost
     }
 
-    deinit { close() }
+    deinit { Glibc.close(fd) }
+
+    /// The receive buffer's size now (for tests of memory held per connection).
+    var scratchCapacity: Int { readState.withLock { $0.scratch.count } }
+
+    /// True once `close()` ran: every later read or write fails.
+    public var isClosed: Bool { closed.load(ordering: .acquiring) }
+
+    /// Reads after `millis` from now fail with ETIMEDOUT, however slowly bytes
+    /// trickle in (a per-read timeout alone lets one byte every few seconds hold
+    /// a connection forever). nil removes the deadline.
+    public func setDeadline(millisFromNow millis: Int?) {
+        deadline.store(millis.map { monotonicMillis() + UInt64(max($0, 1)) } ?? 0, ordering: .releasing)
+    }
 
     /// Connects to a TCP address with a timeout.
     public static func connect(to address: SocketAddress, timeoutMillis: Int32) throws(SystemError) -> StreamConnection {
@@ -75,8 +105,15 @@ public final class StreamConnection: Sendable {
         try setOption(fd, SOL_SOCKET, SO_SNDTIMEO, value, "setsockopt(SO_SNDTIMEO)")
     }
 
+    /// Limits how long one write may block (a peer that stops reading); 0 means forever.
+    public func setSendTimeout(millis: Int) throws(SystemError) {
+        let value = timeval(tv_sec: millis / 1000, tv_usec: (millis % 1000) * 1000)
+        try setOption(fd, SOL_SOCKET, SO_SNDTIMEO, value, "setsockopt(SO_SNDTIMEO)")
+    }
+
     public func write(_ bytes: [UInt8]) throws(SystemError) {
         try writeLock.withLock { _ throws(SystemError) in
+            guard !isClosed else { throw SystemError("send", errno: EPIPE) }
             var sent = 0
             while sent < bytes.count {
                 let count = try systemCall("send") {
@@ -123,12 +160,28 @@ public final class StreamConnection: Sendable {
     }
 
     private func fill(_ state: inout ReadState, wanted: Int) throws(SystemError) {
+        guard !isClosed else { throw SystemError("recv", errno: ECONNRESET) }
+        try waitForDeadline()
+        if wanted > state.scratch.count, state.scratch.count < Self.maximumScratchBytes {
+            state.scratch = [UInt8](repeating: 0, count: Self.maximumScratchBytes)
+        }
         let chunk = min(max(wanted, 4096), state.scratch.count)
         let received = try systemCall("recv") {
             state.scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, chunk, 0) }
         }
         guard received > 0 else { throw SystemError("recv", errno: ECONNRESET) }
         state.buffer.append(contentsOf: state.scratch[0..<received])
+    }
+
+    /// With a deadline set, waits for readable bytes only until it passes.
+    private func waitForDeadline() throws(SystemError) {
+        let until = deadline.load(ordering: .acquiring)
+        guard until != 0 else { return }
+        let now = monotonicMillis()
+        guard now < until else { throw SystemError("recv (deadline)", errno: ETIMEDOUT) }
+        var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let ready = try systemCall("poll") { poll(&pollfd, 1, Int32(clamping: until - now)) }
+        guard ready > 0 else { throw SystemError("recv (deadline)", errno: ETIMEDOUT) }
     }
 
     /// Whatever is buffered or the next bytes to arrive (blocking until some do).
@@ -141,11 +194,16 @@ public final class StreamConnection: Sendable {
     }
 
     /// Stops further sends; the peer sees end of stream once it has read everything.
-    public func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
+    public func shutdownWrite() {
+        guard !isClosed else { return }
+        shutdown(fd, Int32(SHUT_WR))
+    }
 
+    /// Ends the connection for every thread that uses it: blocked reads and
+    /// writes return, later ones fail. The number is released in deinit.
     public func close() {
         if !closed.exchange(true, ordering: .acquiringAndReleasing) {
-            Glibc.close(fd)
+            shutdown(fd, Int32(SHUT_RDWR))
         }
     }
 }

@@ -2,17 +2,63 @@ import Foundation
 import Glibc
 import Synchronization
 
+/// How many connections a listener serves at once. Each connection costs a
+/// thread and a descriptor, so without a bound a peer that opens connections
+/// and trickles bytes exhausts both (and at the descriptor limit nothing else
+/// in the daemon can open a file or socket).
+public struct ConnectionLimits: Sendable {
+    /// Connections served at once; more are accepted and closed at once (counted).
+    public var total: Int
+    /// Connections from one source address at once (TCP; Unix clients are one source).
+    public var perSource: Int
+
+    public init(total: Int, perSource: Int) {
+        self.total = total
+        self.perSource = perSource
+    }
+}
+
 /// A listening stream socket (TCP or Unix). Each accepted connection is handed
-/// to `handler` on a thread of its own, so a slow peer never blocks another.
+/// to `handler` on a thread of its own, so a slow peer never blocks another,
+/// within `limits`. The accepting thread owns the listening descriptor and
+/// closes it when it ends; `stop()` only wakes it.
 public final class StreamListener: Sendable {
-    public let fd: Int32
+    private let fd: Int32
     /// The bound TCP port (0 for Unix sockets).
     public let port: UInt16
     private let stopped = Atomic<Bool>(false)
+    private let running = Atomic<Bool>(false)
+    private let active = Mutex(ActiveConnections())
+    /// Connections closed unserved because a limit was reached.
+    private let refused = Atomic<Int>(0)
+    /// accept() failures for lack of descriptors or memory.
+    private let acceptFailures = Atomic<Int>(0)
+
+    struct ActiveConnections: ~Copyable {
+        var total = 0
+        var bySource: [String: Int] = [:]
+    }
+
+    /// Counters for `status`.
+    public struct Counters: Sendable, Equatable {
+        public var active: Int
+        public var refusedOverLimit: Int
+        public var acceptFailures: Int
+    }
+
+    public var counters: Counters {
+        Counters(active: active.withLock { $0.total }, refusedOverLimit: refused.load(ordering: .relaxed),
+                 acceptFailures: acceptFailures.load(ordering: .relaxed))
+    }
 
     private init(fd: Int32, port: UInt16) {
         self.fd = fd
         self.port = port
+    }
+
+    deinit {
+        // Never started: nobody else owns the descriptor.
+        if !running.load(ordering: .acquiring) { Glibc.close(fd) }
     }
 
     /// Listens on TCP, all addresses, IPv6 and IPv4 on one socket (IPv4 alone when
@@ -69,23 +115,43 @@ public final class StreamListener: Sendable {
         }
     }
 
-    /// Accepts on a dedicated thread until `stop()`.
-    public func run(name: String, handler: @escaping @Sendable (StreamConnection) -> Void) {
+    /// Accepts on a dedicated thread until `stop()`. Blocks in accept(): no
+    /// thread wakes up unless a client connects.
+    public func run(name: String, limits: ConnectionLimits, handler: @escaping @Sendable (StreamConnection) -> Void) {
+        running.store(true, ordering: .releasing)
         let thread = Thread { [self] in
+            defer { Glibc.close(fd) }
             while !stopped.load(ordering: .acquiring) {
-                var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                guard poll(&pollfd, 1, 500) > 0 else { continue }
                 var storage = sockaddr_storage()
                 var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
                 let client = withUnsafeMutablePointer(to: &storage) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(fd, $0, &length) }
                 }
-                guard client >= 0 else { continue }
+                guard client >= 0 else {
+                    let code = errno
+                    if code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM {
+                        // Out of descriptors: the pending connection stays queued, so accept
+                        // would fail again at once. Back off instead of spinning.
+                        acceptFailures.add(1, ordering: .relaxed)
+                        usleep(100_000)
+                    }
+                    continue
+                }
                 _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-                let remote = port == 0 ? "local" : SocketAddress(storage: storage, length: length).description
-                let connection = StreamConnection(fd: client, remote: remote)
+                let address = port == 0 ? nil : SocketAddress(storage: storage, length: length)
+                let connection = StreamConnection(fd: client, remote: address?.description ?? "local", remoteHost: address?.host)
+                let source = address?.host ?? "local"
+                guard admit(source: source, limits: limits) else {
+                    refused.add(1, ordering: .relaxed)
+                    connection.close()
+                    continue
+                }
                 if port != 0 { connection.disableNagle() }
-                let worker = Thread { handler(connection) }
+                let worker = Thread { [self] in
+                    handler(connection)
+                    connection.close()
+                    release(source: source)
+                }
                 worker.name = "\(name) connection"
                 worker.start()
             }
@@ -94,9 +160,28 @@ public final class StreamListener: Sendable {
         thread.start()
     }
 
+    private func admit(source: String, limits: ConnectionLimits) -> Bool {
+        active.withLock { active in
+            let fromSource = active.bySource[source, default: 0]
+            guard active.total < limits.total, fromSource < limits.perSource else { return false }
+            active.total += 1
+            active.bySource[source] = fromSource + 1
+            return true
+        }
+    }
+
+    private func release(source: String) {
+        active.withLock { active in
+            active.total -= 1
+            let left = active.bySource[source, default: 1] - 1
+            active.bySource[source] = left > 0 ? left : nil
+        }
+    }
+
+    /// Wakes the accepting thread, which closes the descriptor as it ends.
     public func stop() {
         if !stopped.exchange(true, ordering: .acquiringAndReleasing) {
-            Glibc.close(fd)
+            shutdown(fd, Int32(SHUT_RDWR))
         }
     }
 }

@@ -125,8 +125,12 @@ var signalSources: [DispatchSourceSignal] = []
 for number in [SIGTERM, SIGINT] {
     let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
     source.setEventHandler {
-        Task {
-            await daemon.shutdown()
+        // However the shutdown goes, the process ends: a daemon that ignores
+        // SIGTERM would be killed without its goodbye anyway.
+        DispatchQueue.main.asyncAfter(deadline: .now() + .seconds(3)) { exit(0) }
+        Task.detached {
+            let remaining = await daemon.shutdown()
+            remaining.finish(withinMillis: 1000)
             exit(0)
         }
     }

@@ -141,6 +141,34 @@ import Testing
         #expect(throws: WireError.truncated(needed: 1, available: 0)) { try TransferFrame.bodyLength(header: []) }
     }
 
+    /// Finding 2 of issue 15: a clear handshake frame could declare 64 MiB, read in
+    /// full before its kind was checked. Before authentication only small handshake
+    /// frames pass, decided from the header alone.
+    @Test func clearLimitsRefuseLargeAndNonHandshakeFramesFromTheHeader() throws {
+        func header(_ kind: UInt8, _ length: UInt32) -> [UInt8] {
+            var writer = ByteWriter()
+            writer.write(UInt8(2))
+            writer.write(kind)
+            writer.write(length)
+            return writer.bytes
+        }
+        for kind: UInt8 in [5, 6, 7] {
+            #expect(try TransferFrame.bodyLength(header: header(kind, 256), limits: .clear) == (kind, 256))
+            #expect(throws: WireError.tooLong(field: "frame", length: 257, limit: 256)) {
+                try TransferFrame.bodyLength(header: header(kind, 257), limits: .clear)
+            }
+            #expect(throws: WireError.tooLong(field: "frame", length: 64 << 20, limit: 256)) {
+                try TransferFrame.bodyLength(header: header(kind, 64 << 20), limits: .clear)
+            }
+        }
+        for kind: UInt8 in [2, 3, 8, 9, 10, 11, 12] {
+            #expect(throws: WireError.self) { try TransferFrame.bodyLength(header: header(kind, 1), limits: .clear) }
+            #expect(try TransferFrame.bodyLength(header: header(kind, 1), limits: .authenticated) == (kind, 1))
+        }
+        #expect(try TransferFrame.bodyLength(header: header(4, UInt32(TransferFrame.maximumRefusalBodyBytes)), limits: .clear).length
+                == TransferFrame.maximumRefusalBodyBytes)
+    }
+
     @Test func bodyLengthLimit() throws {
         let limit = TransferFrame.maximumBodyBytes
         var header = ByteWriter()

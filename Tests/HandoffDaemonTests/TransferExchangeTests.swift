@@ -312,7 +312,7 @@ func connectedPair(_ first: String = "test client", _ second: String = "test ser
         }
         thread.start()
         let result = Result { () throws(HandoffError) -> Activity in
-            try Daemon.exchange(over: StreamFrameChannel(connection: client), offer: offer, identity: receiver)
+            try Daemon.exchange(over: StreamFrameChannel(connection: client, limits: .authenticated), offer: offer, identity: receiver)
         }
         client.close()
         #expect(served.wait(timeout: .now() + .seconds(40)) == .success)
@@ -321,7 +321,7 @@ func connectedPair(_ first: String = "test client", _ second: String = "test ser
 
     @Test func successOverASocket() throws {
         let result = try runOverSocket(offer: makeOffer()) { connection in
-            let channel = StreamFrameChannel(connection: connection)
+            let channel = StreamFrameChannel(connection: connection, limits: .authenticated)
             guard case .fetch? = try? channel.receive() else { return }
             try? channel.send(.payload(payload))
         }
@@ -330,7 +330,7 @@ func connectedPair(_ first: String = "test client", _ second: String = "test ser
 
     @Test func oversizedFrameHeaderIsRefusedBeforeTheBody() throws {
         let result = try runOverSocket(offer: makeOffer()) { connection in
-            _ = try? StreamFrameChannel(connection: connection).receive()
+            _ = try? StreamFrameChannel(connection: connection, limits: .authenticated).receive()
             var header = ByteWriter()
             header.write(TransferFrame.version)
             header.write(UInt8(3))
@@ -344,7 +344,7 @@ func connectedPair(_ first: String = "test client", _ second: String = "test ser
 
     @Test func version1FrameIsRefused() throws {
         let result = try runOverSocket(offer: makeOffer()) { connection in
-            _ = try? StreamFrameChannel(connection: connection).receive()
+            _ = try? StreamFrameChannel(connection: connection, limits: .authenticated).receive()
             try? connection.write([0x01, 0x03, 0, 0, 0, 0])
         }
         let error = failure(result)
@@ -354,7 +354,7 @@ func connectedPair(_ first: String = "test client", _ second: String = "test ser
 
     @Test func truncatedFrameIsConnectionLost() throws {
         let result = try runOverSocket(offer: makeOffer()) { connection in
-            _ = try? StreamFrameChannel(connection: connection).receive()
+            _ = try? StreamFrameChannel(connection: connection, limits: .authenticated).receive()
             try? connection.write(Array(TransferFrame.payload(payload).encoded().prefix(20)))
         }
         #expect(failure(result)?.code == .connectionLost)
