@@ -10,6 +10,10 @@ public struct DropCounters: Equatable, Sendable {
     public var unsealed = 0
     /// Sealed for this host (the hint matched) but failed to decrypt: altered in transit.
     public var undecryptable = 0
+    /// A signature check refused because too many were asked for (clear pairing beacons).
+    public var overBudget = 0
+    /// A bounded table (mDNS services, a peer's addresses) was full.
+    public var tooMany = 0
 
     public init() {}
 
@@ -19,6 +23,7 @@ public struct DropCounters: Equatable, Sendable {
             "badSignature": .integer(Int64(badSignature)), "expired": .integer(Int64(expired)),
             "replayed": .integer(Int64(replayed)), "untrusted": .integer(Int64(untrusted)),
             "unsealed": .integer(Int64(unsealed)), "undecryptable": .integer(Int64(undecryptable)),
+            "overBudget": .integer(Int64(overBudget)), "tooMany": .integer(Int64(tooMany)),
         ])
     }
 }
@@ -76,6 +81,9 @@ public struct PeerTable: Sendable {
     /// The highest announce sequence accepted from each trusted key. Kept when
     /// a peer says goodbye or expires, so its old datagrams cannot bring it back.
     private var highestSequence: [DeviceKey: UInt64] = [:]
+
+    /// Addresses kept per peer: IPv4 and IPv6 on a link or two is all a laptop has.
+    public static let maximumHostsPerPeer = 4
 
     /// Tolerated difference between two hosts' clocks.
     public static let maximumClockSkewMillis: UInt64 = 120_000
@@ -139,7 +147,14 @@ public struct PeerTable: Sendable {
             if datagram == known.lastDatagram {
                 // The same datagram over another path (IPv4 and IPv6): one more address, not a replay.
                 // It does not refresh lastSeen, so resending it cannot keep a departed peer listed.
-                if !known.hosts.contains(host) { known.hosts.append(host) }
+                // Bounded: a replay of this datagram from spoofed sources must not grow the list.
+                if !known.hosts.contains(host) {
+                    guard known.hosts.count < Self.maximumHostsPerPeer else {
+                        drops.tooMany += 1
+                        return []
+                    }
+                    known.hosts.append(host)
+                }
                 if known.lastSeenByPath[path] == nil { known.lastSeenByPath[path] = known.lastSeenMillis }
                 peers[key] = known
             } else {
@@ -159,7 +174,7 @@ public struct PeerTable: Sendable {
                                       declinedSequence: nil)
         if peers[key] == nil { events.append(.appeared(key)) }
         peer.name = announcement.name
-        peer.hosts = [host] + peer.hosts.filter { $0 != host }.prefix(3)
+        peer.hosts = [host] + peer.hosts.filter { $0 != host }.prefix(Self.maximumHostsPerPeer - 1)
         peer.transferPort = announcement.transferPort
         peer.lastSeenMillis = nowMillis
         peer.lastSeenByPath[path] = nowMillis

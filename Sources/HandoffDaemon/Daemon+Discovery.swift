@@ -7,10 +7,17 @@ import HandoffTransport
 // Discovery: which paths run, what each observation means, and the mDNS
 // service record with its rotating token.
 extension Daemon {
+    /// Distinct mDNS instances kept (a household or office has far fewer Handoff hosts).
+    static let maximumSightings = 256
+    static let maximumAddressesPerSighting = 4
+    /// Clear pairing beacons whose signatures are checked, per source and overall.
+    static let pairingBeaconRate = SourceBudget.Rate(perSecond: 2, burst: 4)
+    static let pairingBeaconOverallRate = SourceBudget.Rate(perSecond: 50, burst: 50)
+
     func startDiscovery() throws(HandoffError) {
-        let observer: @Sendable (DiscoveryObservation) -> Void = { [self] observation in
-            Task { await self.observe(observation) }
-        }
+        let inbox = ObservationInbox { [self] batch in await self.observe(batch) }
+        self.inbox = inbox
+        let observer: @Sendable (DiscoveryObservation) -> Void = { observation in inbox.post(observation) }
         if configuration.discovery.contains(.multicast) {
             var settings = configuration.multicast
             settings.interface = configuration.interface
@@ -35,6 +42,10 @@ extension Daemon {
         for path in discoveryPaths { log.info("\(path.name): \(path.state)") }
     }
 
+    func observe(_ batch: [DiscoveryObservation]) {
+        for observation in batch { observe(observation) }
+    }
+
     func observe(_ observation: DiscoveryObservation) {
         let now = wallClockMillis()
         switch observation {
@@ -43,10 +54,15 @@ extension Daemon {
             receiveAnnouncement(bytes, from: host, path: path, nowMillis: now)
             if peers.drops != before { log.debug("dropped announcement from \(host) (\(path.rawValue)): \(peers.drops.json.encodedLine())") }
         case let .serviceFound(sighting):
+            // Anyone on the link can publish services: keep a bounded number, and
+            // a bounded number of addresses for each.
+            guard sightings[sighting.instance] != nil || sightings.count < Self.maximumSightings else {
+                return peers.recordDrop(\.tooMany)
+            }
             var known = sightings[sighting.instance, default: []]
             known.removeAll { $0.host == sighting.host }
             known.append(sighting)
-            sightings[sighting.instance] = known
+            sightings[sighting.instance] = Array(known.suffix(Self.maximumAddressesPerSighting))
             log.debug("mdns: \(sighting.instance) at \(sighting.host) port \(sighting.port)")
             refreshUnicastTargets(announceToNew: true)
         case let .serviceLost(instance):
@@ -80,6 +96,9 @@ extension Daemon {
         case Announcement.version:
             guard let received = try? ReceivedAnnouncement(decoding: bytes) else { return peers.recordDrop(\.malformed) }
             guard received.announcement.kind == .pairing else { return peers.recordDrop(\.unsealed) }
+            // A signature check costs far more than the datagram: anyone can send
+            // self-signed beacons, so only so many are checked per second.
+            guard pairingBeaconBudget.allow(host, nowMillis: monotonicMillis()) else { return peers.recordDrop(\.overBudget) }
             guard received.verify(with: verifier) else { return peers.recordDrop(received.signature == nil ? \.unsigned : \.badSignature) }
             notePairingBeacon(received.announcement, from: host, nowMillis: now)
         default:

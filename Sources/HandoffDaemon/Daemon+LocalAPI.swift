@@ -228,10 +228,21 @@ extension Daemon {
             "uptimeSeconds": .integer(Int64((monotonicMillis() - startedAtMillis) / 1000)),
             "discovery": .array(discoveryPaths.map { ["path": .string($0.name), "state": .string($0.state)] }),
             "peers": .integer(Int64(peers.peers.values.filter { isNear($0.key, nowMillis: wallClockMillis()) }.count)), "trustedDevices": .integer(Int64(trust.entries.count)),
-            "drops": peers.drops.json, "current": current, "mdns": mdnsStatus(), "bluetooth": bluetoothStatus(),
+            "drops": peers.drops.json, "budgets": budgetStatus(), "current": current, "mdns": mdnsStatus(), "bluetooth": bluetoothStatus(),
             "enabled": .bool(settings.enabled),
             "transfers": ["served": .integer(Int64(servedCount)), "refused": .integer(Int64(refusedCount))],
         ]
+    }
+
+    /// Work refused to unauthenticated senders because a budget ran out (Docs/SECURITY.md).
+    private func budgetStatus() -> JSONValue {
+        func listener(_ listener: StreamListener?) -> JSONValue {
+            guard let counters = listener?.counters else { return .null }
+            return ["active": .integer(Int64(counters.active)), "refusedOverLimit": .integer(Int64(counters.refusedOverLimit)),
+                    "acceptFailures": .integer(Int64(counters.acceptFailures))]
+        }
+        return ["discovery": inbox?.counters.json ?? .null,
+                "transferConnections": listener(transferListener), "localConnections": listener(apiListener)]
     }
 
     private func mdnsStatus() -> JSONValue {

@@ -47,6 +47,9 @@ public actor Daemon {
     var beaconEpoch: UInt64?
     var advertisedEpoch: UInt64?
     var unknownBeacons = 0
+    var inbox: ObservationInbox?
+    var pairingBeaconBudget = SourceBudget(perSource: Daemon.pairingBeaconRate, overall: Daemon.pairingBeaconOverallRate,
+                                           maximumSources: 256)
     var declarations = AppDeclarations()
     var inflightAccepts: [InflightKey: [CheckedContinuation<AcceptOutcome, Never>]] = [:]
     var activeAccepts: [Int64: (peer: DeviceID, type: String)] = [:]

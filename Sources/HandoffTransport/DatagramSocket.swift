@@ -20,12 +20,12 @@ enum DatagramSocket {
     }
 
     /// Receives datagrams until `isRunning` turns false, handing each with its numeric source host.
+    /// Blocks in recvfrom with no timeout, so an idle daemon never wakes up here; the
+    /// path's stop() shuts the socket down, which ends the wait.
     /// Datagrams larger than an announcement arrive cut short and are then refused as malformed.
     static func receiveLoop(fd: Int32, isRunning: () -> Bool, deliver: ([UInt8], String) -> Void) {
         var buffer = [UInt8](repeating: 0, count: Announcement.maximumBytes + 1)
         while isRunning() {
-            var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pollfd, 1, 500) > 0 else { continue }
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let received = buffer.withUnsafeMutableBytes { raw in
@@ -41,10 +41,13 @@ enum DatagramSocket {
     }
 
     /// One receive thread per open socket, each handing announcements to `observer` as arriving by `path`.
+    /// Each thread owns its socket from here on and closes it when it ends: nothing
+    /// else may close it, so its number is never reused while the thread reads it.
     static func startReceiving(on fds: [Int32], path: DiscoveryPathName, isRunning: @escaping @Sendable () -> Bool,
                                observer: @escaping @Sendable (DiscoveryObservation) -> Void) {
         for fd in fds where fd >= 0 {
             let thread = Thread {
+                defer { close(fd) }
                 receiveLoop(fd: fd, isRunning: isRunning) { bytes, host in
                     observer(.announcement(bytes: bytes, fromHost: host, path: path))
                 }
@@ -52,6 +55,11 @@ enum DatagramSocket {
             thread.name = "\(path.rawValue) receive"
             thread.start()
         }
+    }
+
+    /// Ends a receive thread's wait; the thread closes the socket.
+    static func wake(_ fd: Int32) {
+        shutdown(fd, Int32(SHUT_RDWR))
     }
 
     static func send(_ datagram: [UInt8], fd: Int32, to address: SocketAddress) {

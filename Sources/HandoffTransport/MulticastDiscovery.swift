@@ -93,7 +93,7 @@ public final class MulticastDiscovery: DiscoveryPath {
     public func stop() {
         running.store(false, ordering: .releasing)
         sockets.withLock { sockets in
-            for fd in [sockets.ipv4, sockets.ipv6] where fd >= 0 { close(fd) }
+            for fd in [sockets.ipv4, sockets.ipv6] where fd >= 0 { DatagramSocket.wake(fd) }
             sockets.ipv4 = -1
             sockets.ipv6 = -1
         }

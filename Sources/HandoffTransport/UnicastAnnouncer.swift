@@ -81,7 +81,7 @@ public final class UnicastAnnouncer: DiscoveryPath {
     public func stop() {
         running.store(false, ordering: .releasing)
         state_.withLock { state in
-            for fd in [state.ipv4, state.ipv6] where fd >= 0 { close(fd) }
+            for fd in [state.ipv4, state.ipv6] where fd >= 0 { DatagramSocket.wake(fd) }
             state.ipv4 = -1
             state.ipv6 = -1
         }

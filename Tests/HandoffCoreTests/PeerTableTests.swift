@@ -353,13 +353,26 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
         #expect(table.receive(valid) == [.appeared(alice.publicKey), .offerReceived(alice.publicKey)])
     }
 
+    /// Finding 5 of issue 15: replaying a peer's latest datagram from 17,473 spoofed
+    /// sources appended every one to its host list. The list stays bounded.
+    @Test func replaysFromSpoofedSourcesDoNotGrowTheHostList() throws {
+        var table = makeTable()
+        let bytes = datagram(alice, sequence: 10)
+        _ = table.receive(bytes, from: hostA)
+        for index in 0..<5_000 { _ = table.receive(bytes, from: "198.51.\(index / 256).\(index % 256)", at: now + 1) }
+        let peer = try #require(table.peers[alice.publicKey])
+        #expect(peer.hosts.count == PeerTable.maximumHostsPerPeer)
+        #expect(peer.hosts.first == hostA)
+        #expect(table.drops.tooMany == 5_000 - (PeerTable.maximumHostsPerPeer - 1))
+    }
+
     @Test func dropCountersAsJSON() {
         let json = counters(malformed: 1, unsigned: 2, badSignature: 3, expired: 4, replayed: 5, untrusted: 6,
                             unsealed: 7, undecryptable: 8).json
         #expect(json == ["malformed": 1, "unsigned": 2, "badSignature": 3, "expired": 4, "replayed": 5, "untrusted": 6,
-                         "unsealed": 7, "undecryptable": 8])
+                         "unsealed": 7, "undecryptable": 8, "overBudget": 0, "tooMany": 0])
         #expect(DropCounters().json == ["malformed": 0, "unsigned": 0, "badSignature": 0, "expired": 0, "replayed": 0,
-                                        "untrusted": 0, "unsealed": 0, "undecryptable": 0])
+                                        "untrusted": 0, "unsealed": 0, "undecryptable": 0, "overBudget": 0, "tooMany": 0])
     }
 }
 

@@ -86,8 +86,10 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) -> @Sendable (In
         try peer.write([UInt8](repeating: 1, count: 100))
         _ = try local.read(exactly: 100)
         #expect(local.scratchCapacity == StreamConnection.initialScratchBytes)
-        try peer.write([UInt8](repeating: 2, count: 300_000))
+        // Larger than the socket buffers: written from another thread while this one reads.
+        let writer = onThread { (try? peer.write([UInt8](repeating: 2, count: 300_000))) != nil }
         _ = try local.read(exactly: 300_000)
+        #expect(writer(5_000) == true)
         #expect(local.scratchCapacity == StreamConnection.maximumScratchBytes)
     }
 }

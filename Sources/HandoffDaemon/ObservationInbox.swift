@@ -1,0 +1,92 @@
+import HandoffCore
+import HandoffTransport
+import Synchronization
+
+/// Between the discovery threads and the daemon actor. Anyone on the link can
+/// send datagrams (and anyone in radio range beacons), so what they cost is
+/// bounded here, before the actor sees them: a budget per source and overall,
+/// a queue of fixed capacity, and one drain task at a time that hands the
+/// actor whole batches. A flood costs a token-bucket check per datagram and
+/// is dropped (counted) rather than queued without limit.
+final class ObservationInbox: Sendable {
+    /// Drops for `status`, by reason.
+    struct Counters: Sendable, Equatable {
+        var rateLimited = 0
+        var queueFull = 0
+
+        var json: JSONValue { ["rateLimited": .integer(Int64(rateLimited)), "queueFull": .integer(Int64(queueFull))] }
+    }
+
+    private struct State: ~Copyable {
+        var queue: [DiscoveryObservation] = []
+        var draining = false
+        var network: SourceBudget
+        var radio: SourceBudget
+        var counters = Counters()
+    }
+
+    static let capacity = 512
+    private let state: Mutex<State>
+    private let deliver: @Sendable ([DiscoveryObservation]) async -> Void
+
+    /// A paired host sends a few datagrams per announcement (per family and
+    /// path); a beacon arrives about every 100 ms. The burst absorbs a restart
+    /// or a pairing; the overall rate bounds sources that spoof their address.
+    static let datagramRate = SourceBudget.Rate(perSecond: 20, burst: 60)
+    static let datagramOverallRate = SourceBudget.Rate(perSecond: 2_000, burst: 2_000)
+    static let beaconRate = SourceBudget.Rate(perSecond: 20, burst: 40)
+    static let beaconOverallRate = SourceBudget.Rate(perSecond: 1_000, burst: 1_000)
+    static let maximumSources = 1_024
+
+    init(deliver: @escaping @Sendable ([DiscoveryObservation]) async -> Void) {
+        self.deliver = deliver
+        state = Mutex(State(
+            network: SourceBudget(perSource: Self.datagramRate, overall: Self.datagramOverallRate, maximumSources: Self.maximumSources),
+            radio: SourceBudget(perSource: Self.beaconRate, overall: Self.beaconOverallRate, maximumSources: Self.maximumSources)))
+    }
+
+    var counters: Counters { state.withLock { $0.counters } }
+
+    /// Called on any discovery thread; never blocks beyond a short lock.
+    func post(_ observation: DiscoveryObservation) {
+        let now = monotonicMillis()
+        let startDrain = state.withLock { state -> Bool in
+            switch observation {
+            case let .announcement(_, host, _):
+                guard state.network.allow(host, nowMillis: now) else {
+                    state.counters.rateLimited += 1
+                    return false
+                }
+            case let .beacon(_, address, _):
+                guard state.radio.allow(address, nowMillis: now) else {
+                    state.counters.rateLimited += 1
+                    return false
+                }
+            case .serviceFound, .serviceLost, .servicesReset:
+                break // from the local avahi-daemon, which bounds its own work
+            }
+            guard state.queue.count < Self.capacity else {
+                state.counters.queueFull += 1
+                return false
+            }
+            state.queue.append(observation)
+            guard !state.draining else { return false }
+            state.draining = true
+            return true
+        }
+        if startDrain { Task { await drain() } }
+    }
+
+    private func drain() async {
+        while true {
+            let batch = state.withLock { state -> [DiscoveryObservation] in
+                let batch = state.queue
+                state.queue.removeAll(keepingCapacity: true)
+                if batch.isEmpty { state.draining = false }
+                return batch
+            }
+            guard !batch.isEmpty else { return }
+            await deliver(batch)
+        }
+    }
+}
