@@ -49,6 +49,15 @@ public struct Peer: Sendable {
     public var declinedSequence: UInt64?
     /// What the peer last said about itself (disabled, Bluetooth state).
     public var senderState: Announcement.SenderState = []
+    /// The peer's clock minus ours when its latest announcement arrived: its
+    /// offers expire by its own clock, so a laptop whose clock is minutes off
+    /// neither loses nor keeps offers early.
+    public var clockOffsetMillis: Int64 = 0
+
+    /// Our time on the peer's clock.
+    public func peerClock(nowMillis: UInt64) -> UInt64 {
+        clockOffsetMillis >= 0 ? nowMillis &+ UInt64(clockOffsetMillis) : nowMillis &- min(nowMillis, clockOffsetMillis.magnitude)
+    }
 
     public func isExpired(nowMillis: UInt64) -> Bool { lastSeenMillis + ttlMillis <= nowMillis }
 
@@ -59,7 +68,7 @@ public struct Peer: Sendable {
 
     /// The offer to show: present, not expired, not declined.
     public func visibleOffer(nowMillis: UInt64) -> SignedSummary? {
-        guard let offer, !offer.summary.isExpired(nowMillis: nowMillis),
+        guard let offer, !offer.summary.isExpired(nowMillis: peerClock(nowMillis: nowMillis)),
               offer.summary.sequence != declinedSequence else { return nil }
         return offer
     }
@@ -85,8 +94,18 @@ public struct PeerTable: Sendable {
     /// Addresses kept per peer: IPv4 and IPv6 on a link or two is all a laptop has.
     public static let maximumHostsPerPeer = 4
 
-    /// Tolerated difference between two hosts' clocks.
-    public static let maximumClockSkewMillis: UInt64 = 120_000
+    /// Tolerated difference between two hosts' clocks. Replays are caught by
+    /// sequence (kept across restarts); the timestamp only bounds how long a
+    /// datagram that never arrived can be held back and delivered later.
+    public static let maximumClockSkewMillis: UInt64 = 15 * 60_000
+
+    /// The highest announce sequence accepted from each key, to keep across restarts.
+    public var highestSequences: [DeviceKey: UInt64] { highestSequence }
+
+    /// After a restart: what was accepted before it stays a replay.
+    public mutating func restoreHighestSequences(_ stored: [DeviceKey: UInt64]) {
+        for (key, sequence) in stored { highestSequence[key] = max(highestSequence[key] ?? 0, sequence) }
+    }
 
     private let ownKey: DeviceKey
     private let fingerprint: @Sendable (DeviceKey) -> DeviceID
@@ -182,8 +201,10 @@ public struct PeerTable: Sendable {
         peer.announceSequence = announcement.sequence
         peer.lastDatagram = datagram
         peer.senderState = announcement.state
+        peer.clockOffsetMillis = Int64(clamping: announcement.timestampMillis) &- Int64(clamping: nowMillis)
 
-        switch checkOffer(announcement.summary, from: key, current: peer.offer, nowMillis: nowMillis, verifier: verifier) {
+        // The offer's expiry is the sender's: judge it by the sender's clock (its announcement's timestamp).
+        switch checkOffer(announcement.summary, from: key, current: peer.offer, nowMillis: announcement.timestampMillis, verifier: verifier) {
         case .keep:
             break
         case let .replace(offer):

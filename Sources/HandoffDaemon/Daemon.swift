@@ -24,6 +24,9 @@ public actor Daemon {
     var resigned: Activity?
     var lastActivitySequence: UInt64 = 0
     var announceSequence: UInt64
+    /// What of the replay protection is on disk (ReplayState), to save only what changed.
+    var replayState = ReplayState()
+    var replayStateSavedMillis: UInt64 = 0
     var subscribers: [Int: EventSink] = [:]
     var nextSubscriberID = 0
     var nextAcceptID = 0
@@ -83,8 +86,14 @@ public actor Daemon {
         settings = try Settings.load(from: stateDirectory)
         peers = PeerTable(ownKey: identity.publicKey, fingerprint: Ed25519.deviceID(of:))
         proximity = ProximityTracker(settings: configuration.proximity)
-        // Sequences start from the clock so they keep growing across restarts.
-        announceSequence = wallClockMillis()
+        // Sequences start above everything sent before the restart, whatever the clock says.
+        var replay = try ReplayState.load(from: stateDirectory)
+        announceSequence = replay.startSequence(wallClockMillis: wallClockMillis())
+        lastActivitySequence = announceSequence
+        try replay.save(to: stateDirectory)
+        let trusted = trust
+        peers.restoreHighestSequences(replay.highest.filter { trusted.contains($0.key) })
+        replayState = replay
         if created { log.info("created a new identity, device id \(deviceID)") }
     }
 
@@ -149,6 +158,7 @@ public actor Daemon {
     public func shutdown() -> ShutdownHandle {
         log.info("stopping")
         announce(kind: .goodbye)
+        saveReplayState()
         failActiveAccepts()
         for path in discoveryPaths { path.stop() }
         transferListener?.stop()
@@ -179,6 +189,7 @@ public actor Daemon {
     /// Periodic work: expire peers and activities, refresh the summary, repeat the announcement.
     func tick() {
         let now = wallClockMillis()
+        if now &- replayStateSavedMillis >= Self.replayStateSaveIntervalMillis { saveReplayState() }
         emit(peers.expire(nowMillis: now))
         multicast?.refreshInterfaces()
         rotateServiceRecord()
@@ -205,12 +216,37 @@ public actor Daemon {
         announce()
     }
 
+    // MARK: - Replay state
+
+    static let replayStateSaveIntervalMillis: UInt64 = 60_000
+
+    func reserveSequence(_ sequence: UInt64) {
+        guard replayState.reserve(through: sequence) else { return }
+        saveReplayState()
+    }
+
+    /// Writes the replay state if it changed; a failure is logged (the daemon
+    /// keeps running; after a restart the clock still orders most sequences).
+    func saveReplayState() {
+        replayStateSavedMillis = wallClockMillis()
+        var current = replayState
+        current.highest = peers.highestSequences.filter { trust.contains($0.key) }
+        guard current != replayState else { return }
+        do {
+            try current.save(to: stateDirectory)
+            replayState = current
+        } catch {
+            log.warning("cannot save the replay state: \(error.message)")
+        }
+    }
+
     // MARK: - Announcing
 
     /// Sends this host's signed announcement sealed to each paired device, and a
     /// clear pairing beacon while pairing is open.
     func announce(kind: Announcement.Kind = .present) {
         announceSequence = max(announceSequence + 1, wallClockMillis())
+        reserveSequence(announceSequence)
         let now = wallClockMillis()
         // A disabled host still tells its paired devices it is there and disabled, and offers nothing.
         var announcement = Announcement(kind: kind, senderKey: identity.publicKey, sequence: announceSequence,
@@ -285,6 +321,7 @@ public actor Daemon {
             throw HandoffError.invalidActivity("The activity has already expired.", fix: "Give an expiration in the future.")
         }
         lastActivitySequence = max(lastActivitySequence + 1, now)
+        reserveSequence(lastActivitySequence)
         activity.sequence = lastActivitySequence
         let payload = activity.encodedPayload()
         let summary = Summary(senderKey: identity.publicKey, senderName: configuration.name,
@@ -309,6 +346,9 @@ public actor Daemon {
     // MARK: - Events
 
     func emit(_ events: [PeerEvent]) {
+        // A withdrawn or replaced offer and a goodbye must not come back from a
+        // replayed datagram after a restart: the new high-water marks go to disk now.
+        if events.contains(where: { if case .appeared = $0 { false } else { true } }) { saveReplayState() }
         for event in events {
             switch event {
             case let .appeared(key):

@@ -413,7 +413,8 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
         var table = makeTable()
         _ = table.receive(datagram(alice, sequence: 1, offer: offer(alice, sequence: 100)))
         let stale = offer(alice, sequence: 101, expires: now + 10_000)
-        #expect(table.receive(datagram(alice, sequence: 2, offer: stale), at: now + 10_000) == [.offerWithdrawn(alice.publicKey)])
+        // Expired on the sender's clock (its announcement's timestamp), which is what counts.
+        #expect(table.receive(datagram(alice, sequence: 2, timestamp: now + 10_000, offer: stale), at: now + 10_000) == [.offerWithdrawn(alice.publicKey)])
         #expect(table.peers[alice.publicKey]?.offer == nil)
         #expect(table.drops == counters(expired: 1))
     }
@@ -555,6 +556,39 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
         #expect(table.drops == counters(expired: 1))
     }
 
+    /// Finding 12 of issue 15: clocks 10 minutes apart let nothing through.
+    @Test func clocksTenMinutesApartStillHandOff() throws {
+        for skew in [Int64(-600_000), 600_000] {
+            var table = makeTable()
+            let theirNow = UInt64(Int64(now) + skew)
+            let current = offer(alice, sequence: 5, expires: theirNow + 60_000)
+            let events = table.receive(datagram(alice, sequence: 1, timestamp: theirNow, offer: current))
+            #expect(events == [.appeared(alice.publicKey), .offerReceived(alice.publicKey)])
+            let peer = try #require(table.peers[alice.publicKey])
+            #expect(peer.clockOffsetMillis == skew)
+            // The offer expires 60 s after it was made on the sender's clock, whatever ours says.
+            #expect(peer.visibleOffer(nowMillis: now + 59_000) != nil)
+            #expect(peer.visibleOffer(nowMillis: now + 60_000) == nil)
+        }
+    }
+
+    /// Finding 12: a datagram captured before the receiver restarted re-listed a withdrawn offer.
+    @Test func restoredSequencesKeepReplaysOutAfterARestart() {
+        var before = makeTable()
+        let captured = datagram(alice, sequence: 10, offer: offer(alice, sequence: 3))
+        _ = before.receive(captured)
+        _ = before.receive(datagram(alice, sequence: 11))
+        var after = makeTable()
+        after.restoreHighestSequences(before.highestSequences)
+        let replayed = after.receive(captured, at: now + 1_000)
+        #expect(replayed.isEmpty)
+        #expect(after.drops.replayed == 1)
+        #expect(after.peers.isEmpty)
+        // A newer announcement is accepted as usual.
+        let newer = after.receive(datagram(alice, sequence: 12, timestamp: now + 1_000), at: now + 1_000)
+        #expect(newer == [.appeared(alice.publicKey)])
+    }
+
     @Test func replayAfterGoodbyeIsDropped() {
         var table = makeTable()
         let captured = datagram(alice, sequence: 10)
@@ -589,7 +623,8 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
         #expect(!PeerTable.isFresh(timestampMillis: .max, ttlMillis: 30_000, nowMillis: 1_700_000_000_000))
         #expect(!PeerTable.isFresh(timestampMillis: 0, ttlMillis: .max, nowMillis: .max))
         #expect(PeerTable.isFresh(timestampMillis: 1_700_000_000_000, ttlMillis: 30_000, nowMillis: 1_700_000_010_000))
-        #expect(!PeerTable.isFresh(timestampMillis: 1_700_000_000_000, ttlMillis: 30_000, nowMillis: 1_700_000_200_000))
+        #expect(!PeerTable.isFresh(timestampMillis: 1_700_000_000_000, ttlMillis: 30_000,
+                                   nowMillis: 1_700_000_000_000 + 30_000 + PeerTable.maximumClockSkewMillis))
     }
 }
 

@@ -1,0 +1,189 @@
+"""Attack regression tests (issue 15): an unpaired host on the link and a
+stuck local client attack laptop-a and laptop-b, which are paired. Each test
+reproduces an attack from the outside review and checks what the fix
+guarantees; it prints the figures (RSS, threads, time to a real publish) as
+`FIGURE` lines for Docs/SECURITY.md. Needs root (network namespaces)."""
+import json
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import LAB, lab, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ATTACKER = os.path.join(HERE, "attacker.py")
+LAB_DIR = os.path.realpath(os.environ.get("HANDOFF_LAB_DIR", "/tmp/handoff-lab"))
+DAEMON_ARGS = ["--announce-interval", "1", "--peer-ttl", "4"]
+TRANSFER_PORT = "47181"
+
+
+def figure(name, value):
+    print(f"FIGURE {name} {value}", file=sys.stderr, flush=True)
+
+
+def daemon_pid(host):
+    with open(os.path.join(LAB_DIR, host, "handoffd.pid")) as f:
+        return int(f.read().strip())
+
+
+def proc_status(host):
+    """RSS in MiB and thread count of host's handoffd."""
+    fields = {}
+    with open(f"/proc/{daemon_pid(host)}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            fields[key] = value.strip()
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["Threads"])
+
+
+def address(host):
+    out = lab("exec", host, "ip", "-4", "-o", "addr", "show", "eth0").stdout
+    return out.split()[3].split("/")[0]
+
+
+def attack(host, *args, timeout=120):
+    result = lab("exec", host, "python3", ATTACKER, *args, timeout=timeout)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def attack_in_background(host, *args):
+    return subprocess.Popen([LAB, "exec", host, "python3", ATTACKER, *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+class Attacks(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require_root()
+        lab("down")
+        lab("up", "laptop-a", "laptop-b", "attacker")
+        for host in ("laptop-a", "laptop-b"):
+            lab("start", host, *DAEMON_ARGS)
+        lab("pair-all", "laptop-a", "laptop-b", timeout=90)
+        cls.a_address = address("laptop-a")
+        cls.b_address = address("laptop-b")
+
+    @classmethod
+    def tearDownClass(cls):
+        if not os.environ.get("HANDOFF_KEEP_LAB"):
+            lab("down")
+
+    def local_socket(self, host):
+        path = lab("exec", host, "sh", "-c", "echo $HANDOFF_SOCKET").stdout.strip()
+        self.assertTrue(path, "the lab sets HANDOFF_SOCKET in each host")
+        return path
+
+    def time_to_publish(self, title):
+        """Publish on a; seconds until b lists it."""
+        started = time.monotonic()
+        receipt = json.loads(peer("laptop-a", "publish", "--type", "org.example.attack", "--title", title, "--json").stdout)
+        wait_until(f"b to list '{title}'", lambda: (o := offer_of("laptop-b", "laptop-a")) and o["sequence"] == receipt["sequence"],
+                   timeout=30, interval=0.02)
+        return time.monotonic() - started
+
+    def test_1_a_closed_subscriber_socket_never_reaches_another_connection(self):
+        """Finding 1: a stuck subscriber is disconnected while a writer still holds its
+        socket; an unpaired host that keeps reconnecting to the transfer port must
+        never receive a byte of the local user's events or an API reply."""
+        path = self.local_socket("laptop-a")
+        stuck = attack_in_background("laptop-a", "stuck", path, "8", "25")
+        stuck.stdout.readline()
+        probe = attack_in_background("attacker", "reconnect", self.a_address, TRANSFER_PORT, "15")
+        attack("laptop-a", "toggle", path, "3000", timeout=120)
+        out, _ = probe.communicate(timeout=60)
+        stuck.kill()
+        stuck.wait()
+        result = json.loads(out.strip().splitlines()[-1])
+        figure("f1.attempts", result["attempts"])
+        figure("f1.bytesReceivedByAttacker", result["bytes"])
+        self.assertGreater(result["attempts"], 20, "the attacker did not get to connect")
+        self.assertEqual(result["bytes"], 0, f"the transfer port sent an unpaired host: {result['sample']!r}")
+        status = peer_json("laptop-a", "status")
+        self.assertTrue(status["enabled"])
+
+    def test_2_an_oversized_clear_frame_is_refused_from_its_header(self):
+        """Finding 2: 12 connections declaring 64 MiB handshake frames took the daemon to 1.3 GB."""
+        before, _ = proc_status("laptop-b")
+        result = attack("attacker", "bigframe", self.b_address, TRANSFER_PORT, "12", timeout=120)
+        after, _ = proc_status("laptop-b")
+        figure("f2.rssBeforeMiB", round(before, 1))
+        figure("f2.rssAfterMiB", round(after, 1))
+        figure("f2.maxBytesAcceptedPerConnection", result["maxBytesSent"])
+        self.assertEqual(result["connections"], 12)
+        # What a connection could push is what the kernel's socket buffers take, not the declared 64 MiB.
+        self.assertLess(result["maxBytesSent"], 8 << 20)
+        self.assertLess(after - before, 32, "memory grew with the declared frame sizes")
+
+    def test_3_a_beacon_flood_neither_grows_memory_nor_hides_a_real_publish(self):
+        """Finding 4: 20k forged beacons/s took RSS 46 -> 234 MB and delayed a real publish by seconds."""
+        baseline = self.time_to_publish("before the flood")
+        before, _ = proc_status("laptop-b")
+        flood = attack_in_background("attacker", "beacons", "12", self.b_address)
+        time.sleep(3)
+        delays = [self.time_to_publish(f"during the flood {n}") for n in range(3)]
+        out, _ = flood.communicate(timeout=60)
+        after, _ = proc_status("laptop-b")
+        sent = json.loads(out.strip().splitlines()[-1])
+        budgets = peer_json("laptop-b", "status")["budgets"]["discovery"]
+        figure("f4.floodDatagramsPerSecond", sent["perSecond"])
+        figure("f4.publishVisibleBeforeSeconds", round(baseline, 3))
+        figure("f4.publishVisibleDuringFloodSeconds", ",".join(f"{d:.3f}" for d in delays))
+        figure("f4.rssBeforeMiB", round(before, 1))
+        figure("f4.rssAfterMiB", round(after, 1))
+        figure("f4.rateLimited", budgets["rateLimited"])
+        self.assertGreater(sent["perSecond"], 1000, "the flood did not happen")
+        self.assertGreater(budgets["rateLimited"] + budgets["queueFull"], 0, "nothing was refused: the flood did not arrive")
+        self.assertLess(after - before, 32, "memory grew with the flood")
+        self.assertLess(max(delays), 5.0, "a real publish waited behind the flood")
+
+    def test_4_trickled_connections_are_bounded_and_cut(self):
+        """Finding 6: 2,000 trickled connections held 2,012 threads and stalled the local API."""
+        _, threads_before = proc_status("laptop-b")
+        trickle = attack_in_background("attacker", "trickle", self.b_address, TRANSFER_PORT, "400", "9")
+        time.sleep(3)
+        _, threads_during = proc_status("laptop-b")
+        started = time.monotonic()
+        peer("laptop-b", "status")
+        status_seconds = time.monotonic() - started
+        out, _ = trickle.communicate(timeout=60)
+        result = json.loads(out.strip().splitlines()[-1])
+        counters = peer_json("laptop-b", "status")["budgets"]["transferConnections"]
+        figure("f6.threadsBefore", threads_before)
+        figure("f6.threadsDuring", threads_during)
+        figure("f6.statusSecondsDuring", round(status_seconds, 3))
+        figure("f6.connectionsOpened", result["opened"])
+        figure("f6.stillOpenAfter9s", result["stillOpen"])
+        figure("f6.refusedOverLimit", counters["refusedOverLimit"])
+        self.assertLessEqual(threads_during - threads_before, 40, "a thread per trickled connection")
+        self.assertEqual(result["stillOpen"], 0, "trickled connections outlived the handshake deadline")
+        self.assertGreater(counters["refusedOverLimit"], 0)
+
+    def test_5_sigterm_with_stuck_subscribers_still_says_goodbye(self):
+        """Finding 7: a subscriber that does not read blocked shutdown (no goodbye, signal ignored)."""
+        self.time_to_publish("before stopping")
+        path = self.local_socket("laptop-a")
+        stuck = attack_in_background("laptop-a", "stuck", path, "100", "30")
+        stuck.stdout.readline()
+        attack("laptop-a", "toggle", path, "1500", timeout=120)
+        pid = daemon_pid("laptop-a")
+        started = time.monotonic()
+        os.kill(pid, 15)
+        wait_until("a's handoffd to exit", lambda: not os.path.exists(f"/proc/{pid}"), timeout=10, interval=0.02)
+        exit_seconds = time.monotonic() - started
+        # The goodbye makes b drop a at once rather than after the 4 s TTL.
+        wait_until("b to drop a", lambda: not any(e["name"] == "laptop-a" for e in peer_json("laptop-b", "list")), timeout=10, interval=0.05)
+        gone_seconds = time.monotonic() - started
+        stuck.kill()
+        stuck.wait()
+        figure("f7.exitSeconds", round(exit_seconds, 3))
+        figure("f7.peerDroppedAfterSeconds", round(gone_seconds, 3))
+        self.assertLess(exit_seconds, 5.0)
+        self.assertLess(gone_seconds, 3.5, "b dropped a only at the TTL: no goodbye was sent")
+        lab("start", "laptop-a", *DAEMON_ARGS)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
