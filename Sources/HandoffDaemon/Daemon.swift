@@ -101,7 +101,9 @@ public actor Daemon {
 
     /// A handful of peers fetch at once at most; one source needs no more than a
     /// few (a fetch, a doctor probe, a retry). Unauthenticated connections count too.
-    static let transferConnectionLimits = ConnectionLimits(total: 32, perSource: 4)
+    static let transferConnectionLimits = ConnectionLimits(total: 32, perSource: 4,
+                                                           perSourceRate: .init(perSecond: 5, burst: 10),
+                                                           overallRate: .init(perSecond: 50, burst: 50))
     /// Apps, the CLI and subscribers of this user; bounded so descriptors never run out.
     static let localConnectionLimits = ConnectionLimits(total: 128, perSource: 128)
     static let handshakeDeadlineMillis = 5_000

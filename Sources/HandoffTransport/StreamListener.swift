@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HandoffCore
 import Synchronization
 
 /// How many connections a listener serves at once. Each connection costs a
@@ -11,10 +12,16 @@ public struct ConnectionLimits: Sendable {
     public var total: Int
     /// Connections from one source address at once (TCP; Unix clients are one source).
     public var perSource: Int
+    /// New connections per second, per source and overall: each one can cost a
+    /// handshake (key agreement and a signature) before anything is proven.
+    public var perSourceRate: SourceBudget.Rate?
+    public var overallRate: SourceBudget.Rate?
 
-    public init(total: Int, perSource: Int) {
+    public init(total: Int, perSource: Int, perSourceRate: SourceBudget.Rate? = nil, overallRate: SourceBudget.Rate? = nil) {
         self.total = total
         self.perSource = perSource
+        self.perSourceRate = perSourceRate
+        self.overallRate = overallRate
     }
 }
 
@@ -37,6 +44,7 @@ public final class StreamListener: Sendable {
     struct ActiveConnections: ~Copyable {
         var total = 0
         var bySource: [String: Int] = [:]
+        var rate: SourceBudget?
     }
 
     /// Counters for `status`.
@@ -164,6 +172,13 @@ public final class StreamListener: Sendable {
         active.withLock { active in
             let fromSource = active.bySource[source, default: 0]
             guard active.total < limits.total, fromSource < limits.perSource else { return false }
+            if let perSource = limits.perSourceRate {
+                if active.rate == nil {
+                    active.rate = SourceBudget(perSource: perSource, overall: limits.overallRate ?? .init(perSecond: 1e9, burst: 1e9),
+                                               maximumSources: 1_024)
+                }
+                guard active.rate!.allow(source, nowMillis: monotonicMillis()) else { return false }
+            }
             active.total += 1
             active.bySource[source] = fromSource + 1
             return true

@@ -95,7 +95,7 @@ class Attacks(unittest.TestCase):
         attack("laptop-a", "toggle", path, "3000", timeout=120)
         out, _ = probe.communicate(timeout=60)
         stuck.kill()
-        stuck.wait()
+        stuck.communicate()
         result = json.loads(out.strip().splitlines()[-1])
         figure("f1.attempts", result["attempts"])
         figure("f1.bytesReceivedByAttacker", result["bytes"])
@@ -177,7 +177,7 @@ class Attacks(unittest.TestCase):
         wait_until("b to drop a", lambda: not any(e["name"] == "laptop-a" for e in peer_json("laptop-b", "list")), timeout=10, interval=0.05)
         gone_seconds = time.monotonic() - started
         stuck.kill()
-        stuck.wait()
+        stuck.communicate()
         figure("f7.exitSeconds", round(exit_seconds, 3))
         figure("f7.peerDroppedAfterSeconds", round(gone_seconds, 3))
         self.assertLess(exit_seconds, 5.0)
