@@ -60,6 +60,7 @@ extension Daemon {
         switch op {
         case "publish":
             guard let body = fields["activity"] else { throw .invalidRequest("publish needs an \"activity\" object.") }
+            try requireEnabledToOffer()
             let entry = try publish(try Activity(json: body))
             return publishResult(entry)
         case "becomeCurrent":
@@ -67,6 +68,7 @@ extension Daemon {
                 throw HandoffError(.notFound, "There is no resigned activity to make current again.",
                                    fix: "Publish the activity instead.")
             }
+            try requireEnabledToOffer()
             return publishResult(try publish(activity))
         case "resign":
             let had = published != nil
@@ -83,8 +85,9 @@ extension Daemon {
         case "list":
             return ["peers": .array(peerList())]
         case "accept":
-            let (peer, activity, timing) = try await accept(try reference(fields))
+            let (peer, activity, timing) = try await accept(try reference(fields), requireApp: fields["requireApp"]?.boolValue ?? false)
             return ["peer": .string(peer.deviceID.description), "name": .string(peer.name), "activity": activity.json,
+                    "deliverTo": .string(deliveryTarget(for: activity.type, hasWebpage: activity.webpageURL != nil).app),
                     "handshakeMillis": .double((timing.handshakeMillis * 1000).rounded() / 1000),
                     "transferMillis": .double((timing.transferMillis * 1000).rounded() / 1000)]
         case "decline":
@@ -93,6 +96,7 @@ extension Daemon {
                 throw HandoffError(.notFound, "\(peer.name) offers nothing to decline.", fix: "Run 'handoff-peer list'.")
             }
             peers.decline(peer.key, sequence: offer.summary.sequence)
+            history.declined(peer.key, sequence: offer.summary.sequence, nowMillis: wallClockMillis())
             broadcast(["event": "declined", "peer": .string(peer.deviceID.description), "type": .string(offer.summary.activityType)])
             return ["declined": .string(peer.deviceID.description)]
         case "status":
@@ -128,7 +132,7 @@ extension Daemon {
             try setEnabled(op == "enable")
             return ["enabled": .bool(settings.enabled)]
         case "doctor":
-            return await doctor(reference: fields["peer"]?.stringValue)
+            return try await doctor(reference: fields["peer"]?.stringValue)
         case "declare":
             guard let app = fields["app"]?.stringValue, !app.isEmpty, let list = fields["types"]?.arrayValue else {
                 throw .invalidRequest("declare needs \"app\" (a name) and \"types\" (a list of activity types).")
@@ -142,7 +146,7 @@ extension Daemon {
             // Held while this connection stays open: an app that quits stops declaring.
             declarations.registered[ObjectIdentifier(connection)] = (app, types)
             log.info("app \(app) declares \(types.count) activity type(s)")
-            deliverPending(to: connection, app: app, types: types)
+            deliverPending(to: connection, app: app, desktopID: fields["desktopId"]?.stringValue, types: types)
             return ["declared": .array(types.sorted().map { .string($0) })]
         case "declarations":
             let disk = AppDeclarations.scanDisk().map { entry -> JSONValue in
@@ -201,6 +205,9 @@ extension Daemon {
                 var summary = Self.offerJSON(offer.summary)
                 if case var .object(values) = summary {
                     values["ageMillis"] = .integer(Int64(clamping: now &- offer.summary.timestampMillis))
+                    // Where accepting it would continue it: an app, "browser" or "terminal" (none here declares it).
+                    values["deliverTo"] = .string(deliveryTarget(for: offer.summary.activityType,
+                                                                 hasWebpage: peer.senderState.contains(.offerHasWebpageURL)).app)
                     summary = .object(values)
                 }
                 fields["offer"] = summary
@@ -224,10 +231,27 @@ extension Daemon {
             "uptimeSeconds": .integer(Int64((monotonicMillis() - startedAtMillis) / 1000)),
             "discovery": .array(discoveryPaths.map { ["path": .string($0.name), "state": .string($0.state)] }),
             "peers": .integer(Int64(peers.peers.values.filter { isNear($0.key, nowMillis: wallClockMillis()) }.count)), "trustedDevices": .integer(Int64(trust.entries.count)),
-            "drops": peers.drops.json, "current": current, "mdns": mdnsStatus(), "bluetooth": bluetoothStatus(),
-            "enabled": .bool(settings.enabled),
+            "drops": peers.drops.json, "current": current, "mdns": mdnsStatus(), "bluetooth": bluetoothStatusOnAir(),
+            // Disabled, the current activity is kept but offered to nobody.
+            "enabled": .bool(settings.enabled), "offering": .bool(settings.enabled && published != nil),
             "transfers": ["served": .integer(Int64(servedCount)), "refused": .integer(Int64(refusedCount))],
         ]
+    }
+
+    /// Handoff off: no beacon goes out, whatever the controller does.
+    private func bluetoothStatusOnAir() -> JSONValue {
+        guard case var .object(fields) = bluetoothStatus(), fields["available"] == .bool(true) else { return bluetoothStatus() }
+        fields["beacon"] = .bool(settings.enabled)
+        if !settings.enabled { fields["state"] = .string("scanning only on \(configuration.hci ?? ""): no beacon while Handoff is off") }
+        return .object(fields)
+    }
+
+    /// Disabled, nothing is offered: publishing then would be a success that offers nothing.
+    private func requireEnabledToOffer() throws(HandoffError) {
+        guard settings.enabled else {
+            throw HandoffError(.enabled, "Handoff is switched off on this host: nothing would be offered.",
+                               fix: "Run 'handoff-peer enable', then publish again.")
+        }
     }
 
     private func mdnsStatus() -> JSONValue {
@@ -246,12 +270,15 @@ extension Daemon {
     }
 
     private func untrustRequest(_ fields: [String: JSONValue]) throws(HandoffError) -> JSONValue {
-        guard let text = fields["peer"]?.stringValue else { throw .invalidRequest("untrust needs \"peer\": a device id or public key.") }
-        let wanted = DeviceKey(hex: text).map { Ed25519.deviceID(of: $0) } ?? DeviceID(parsing: text)
-        guard let entry = trust.entries.values.first(where: { Ed25519.deviceID(of: $0.key) == wanted }) else {
-            throw HandoffError(.notFound, "No trusted device has id '\(text)'.", fix: "Run 'handoff-peer devices' to see the paired devices and their ids.")
+        guard let text = fields["peer"]?.stringValue, !text.isEmpty else {
+            throw .invalidRequest("untrust needs \"peer\": a device name, device id (or a unique prefix) or public key.")
+        }
+        guard let key = try pairedKey(matching: text), let entry = trust.entries[key] else {
+            throw HandoffError(.notFound, "No paired device is called or has the id '\(text)'.",
+                               fix: "Run 'handoff-peer devices' to see the paired devices, their names and ids.")
         }
         try trust.remove(entry.key)
+        history.unpairedHere(entry.key, name: entry.name, nowMillis: wallClockMillis())
         emit(peers.remove(entry.key))
         trustChanged()
         log.info("no longer trusting \(Ed25519.deviceID(of: entry.key))")

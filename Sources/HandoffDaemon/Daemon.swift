@@ -52,6 +52,8 @@ public actor Daemon {
     var activeAccepts: [Int64: (peer: DeviceID, type: String)] = [:]
     /// Continuations for apps the daemon started, kept until they declare their types.
     var pendingDeliveries: [PendingDelivery] = []
+    /// What each paired device last said, kept after it leaves (Daemon+Conditions).
+    var history = PeerHistory()
     var transferListener: StreamListener?
     var apiListener: StreamListener?
     var transferPort: UInt16 = 0
