@@ -229,7 +229,12 @@ extension Daemon {
             "name": .string(configuration.name), "transferPort": .integer(Int64(transferPort)),
             "socket": .string(configuration.socketPath), "stateDirectory": .string(configuration.stateDirectory),
             "uptimeSeconds": .integer(Int64((monotonicMillis() - startedAtMillis) / 1000)),
-            "discovery": .array(discoveryPaths.map { ["path": .string($0.name), "state": .string($0.state)] }),
+            "discovery": .array(discoveryPaths.map {
+                // Off, no beacon goes out, whatever the controller was last told.
+                let state = !settings.enabled && $0.name == DiscoveryPathName.bluetooth.rawValue && bluetooth?.currentStatus.available == true
+                    ? "scanning only on \(configuration.hci ?? ""): no beacon while Handoff is off" : $0.state
+                return ["path": .string($0.name), "state": .string(state)]
+            }),
             "peers": .integer(Int64(peers.peers.values.filter { isNear($0.key, nowMillis: wallClockMillis()) }.count)), "trustedDevices": .integer(Int64(trust.entries.count)),
             "drops": peers.drops.json, "current": current, "mdns": mdnsStatus(), "bluetooth": bluetoothStatusOnAir(),
             // Disabled, the current activity is kept but offered to nobody.

@@ -136,7 +136,10 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
         #expect(ConditionDecision.decide(evidence)?.cause == .peerDisabled)
         evidence.peer?.state = [.bluetoothConfigured, .bluetoothWorking]
         evidence.peer?.beacon = .init(lastHeardMillis: now - 100, smoothedRSSI: -50)
-        #expect(ConditionDecision.decide(evidence) == nil)
+        // Enabled again: nothing is wrong with the conditions; doctor says why nothing continues.
+        let verdict = ConditionDecision.decide(evidence)
+        #expect(verdict?.cause == .nothingOffered)
+        #expect(ConditionDecision.lines(evidence, verdict: verdict).allSatisfy { $0.status == .pass })
     }
 
     @Test func aStopIsToldWithItsTimeInTheUsersZone() throws {
