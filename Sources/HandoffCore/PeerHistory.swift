@@ -66,11 +66,7 @@ public struct PeerHistory: Sendable {
         if unpaired.count > Self.maximumUnpaired { unpaired.removeFirst(unpaired.count - Self.maximumUnpaired) }
     }
 
-    /// Paired again: no longer "unpaired here".
-    public mutating func paired(name: String) {
-        unpaired.removeAll { $0.name == name }
-    }
-
+    /// Asked only for names that name no paired device, so pairing again needs no bookkeeping here.
     public func unpairedMillis(name: String) -> UInt64? {
         unpaired.last { $0.name == name }?.atMillis
     }
