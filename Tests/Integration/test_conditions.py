@@ -9,6 +9,7 @@ object per line): the table of causes before and after a change.
 Needs root: it creates network namespaces through Scripts/lab and signals daemons."""
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -410,7 +411,11 @@ class Faults(unittest.TestCase):
     def test_15_command_line_truths(self):
         # watch ends, with a message and exit 69, when handoffd goes away.
         watch = subprocess.Popen([LAB, "peer", "laptop-a", "watch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(0.5)
+        # Subscribed once it prints an event: `enable` broadcasts one each time.
+        deadline = time.monotonic() + 10
+        while not select.select([watch.stdout], [], [], 0.3)[0]:
+            self.assertLess(time.monotonic(), deadline, "watch printed no event")
+            peer("laptop-a", "enable")
         lab("stop", "laptop-a")
         try:
             _, err = watch.communicate(timeout=10)
