@@ -180,7 +180,8 @@ extension Daemon {
     func prepareAccept(_ reference: String, requireApp: Bool) async throws(HandoffError) -> (Peer, SignedSummary, DeliveryTarget) {
         let now = wallClockMillis()
         var (evidence, key) = try evidence(for: reference, purpose: .accept(requireApp: requireApp), nowMillis: now)
-        if let key, peers.peers[key] == nil { await probe(&evidence, key: key) }
+        // Silent (gone from the table, or past its TTL before the next expiry sweep): probe it.
+        if let key, peers.peers[key]?.isExpired(nowMillis: now) ?? true { await probe(&evidence, key: key) }
         if let verdict = ConditionDecision.decide(evidence), !verdict.cause.isWarning { throw verdict.error }
         guard let key, let peer = peers.peers[key], let offer = peer.visibleOffer(nowMillis: wallClockMillis()) else {
             throw HandoffError(.notFound, "'\(reference)' offers nothing to continue right now.", fix: "Run 'handoff-peer list'.")
