@@ -43,7 +43,12 @@ public struct ConditionEvidence: Sendable, Equatable {
         case declinedHere(type: String, atMillis: UInt64)
         case expired(type: String, atMillis: UInt64)
         /// Withdrawn before its expiry: resigned or invalidated on the peer.
-        case withdrawn(type: String, atMillis: UInt64)
+        case withdrawn(type: String, atMillis: UInt64, how: Withdrawal)
+    }
+
+    /// How the peer said it withdrew its offer (sender state); `unknown` from a peer that does not say.
+    public enum Withdrawal: Sendable, Equatable {
+        case resigned, invalidated, unknown
     }
 
     public struct Beacon: Sendable, Equatable {
@@ -339,8 +344,13 @@ public enum ConditionDecision {
         case let .expired(type, at):
             return verdict(.offerExpired, "\(name)'s offer of \(type) expired at \(clock(at, e)).",
                            "Make the activity current again on \(name), then run 'handoff-peer list'.")
-        case let .withdrawn(type, at):
-            return verdict(.offerWithdrawn, "\(name) stopped offering \(type) at \(clock(at, e)) (it was resigned or invalidated there).",
+        case let .withdrawn(type, at, how):
+            let what = switch how {
+            case .resigned: "resigned its offer of \(type) at \(clock(at, e)): it is not current there now"
+            case .invalidated: "invalidated its offer of \(type) at \(clock(at, e)): that activity has ended"
+            case .unknown: "stopped offering \(type) at \(clock(at, e)) (it was resigned or invalidated there)"
+            }
+            return verdict(.offerWithdrawn, "\(name) \(what).",
                            "Make an activity current again on \(name), then run 'handoff-peer list'.")
         }
     }

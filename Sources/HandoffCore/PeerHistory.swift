@@ -13,6 +13,8 @@ public struct PeerHistory: Sendable {
         /// The last offer seen, and when it stopped being offered.
         public var lastOffer: (type: String, sequence: UInt64, expiresAtMillis: UInt64)?
         public var offerGoneMillis: UInt64?
+        /// What the peer said when it stopped offering it.
+        public var offerEnd: ConditionEvidence.Withdrawal = .unknown
         public var declined: (sequence: UInt64, atMillis: UInt64)?
 
         public static func == (lhs: Entry, rhs: Entry) -> Bool {
@@ -46,6 +48,8 @@ public struct PeerHistory: Sendable {
             }
         } else if entry.lastOffer != nil, entry.offerGoneMillis == nil {
             entry.offerGoneMillis = nowMillis
+            entry.offerEnd = peer.senderState.contains(.offerInvalidated) ? .invalidated
+                : peer.senderState.contains(.offerResigned) ? .resigned : .unknown
         }
         entries[peer.key] = entry
     }
@@ -84,7 +88,9 @@ public struct PeerHistory: Sendable {
         }
         guard let entry = entries[key], let last = entry.lastOffer else { return .none }
         // Withdrawn before its expiry: resigned or invalidated there; at or after it: expired.
-        if let gone = entry.offerGoneMillis, gone < last.expiresAtMillis { return .withdrawn(type: last.type, atMillis: gone) }
+        if let gone = entry.offerGoneMillis, gone < last.expiresAtMillis || entry.offerEnd != .unknown {
+            return .withdrawn(type: last.type, atMillis: gone, how: entry.offerEnd)
+        }
         if entry.offerGoneMillis != nil || last.expiresAtMillis <= nowMillis {
             return .expired(type: last.type, atMillis: last.expiresAtMillis)
         }

@@ -62,6 +62,7 @@ extension Daemon {
             guard let body = fields["activity"] else { throw .invalidRequest("publish needs an \"activity\" object.") }
             try requireEnabledToOffer()
             let entry = try publish(try Activity(json: body))
+            offerInvalidated = false
             return publishResult(entry)
         case "becomeCurrent":
             guard let activity = resigned ?? published?.activity else {
@@ -69,7 +70,9 @@ extension Daemon {
                                    fix: "Publish the activity instead.")
             }
             try requireEnabledToOffer()
-            return publishResult(try publish(activity))
+            let entry = try publish(activity)
+            offerInvalidated = false
+            return publishResult(entry)
         case "resign":
             let had = published != nil
             if let current = published { resigned = current.activity }
@@ -80,6 +83,7 @@ extension Daemon {
             let had = published != nil || resigned != nil
             published = nil
             resigned = nil
+            if had { offerInvalidated = true }
             announce()
             return ["invalidated": .bool(had)]
         case "list":

@@ -86,7 +86,8 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
     ("nothing offered", with(healthy()) { $0.peer?.offer = .none }, .nothingOffered),
     ("declined here", with(healthy()) { $0.peer?.offer = .declinedHere(type: "org.example.reader.document", atMillis: now - minute) }, .declinedHere),
     ("offer expired", with(healthy()) { $0.peer?.offer = .expired(type: "org.example.reader.document", atMillis: now - minute) }, .offerExpired),
-    ("offer resigned or invalidated", with(healthy()) { $0.peer?.offer = .withdrawn(type: "org.example.reader.document", atMillis: now - minute) }, .offerWithdrawn),
+    ("offer resigned", with(healthy()) { $0.peer?.offer = .withdrawn(type: "org.example.reader.document", atMillis: now - minute, how: .resigned) }, .offerWithdrawn),
+    ("offer invalidated", with(healthy()) { $0.peer?.offer = .withdrawn(type: "org.example.reader.document", atMillis: now - minute, how: .invalidated) }, .offerWithdrawn),
 ]
 
 @Suite struct ConditionDecisionTests {
@@ -154,6 +155,15 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
     }
 
     /// A restart after a goodbye: the newer announcement wins.
+    @Test func aWithdrawnOfferSaysHow() {
+        func message(_ how: ConditionEvidence.Withdrawal) -> String? {
+            ConditionDecision.decide(with(healthy()) { $0.peer?.offer = .withdrawn(type: "org.example.x", atMillis: now, how: how) })?.message
+        }
+        #expect(message(.resigned) == "laptop-a resigned its offer of org.example.x at 14:42: it is not current there now.")
+        #expect(message(.invalidated) == "laptop-a invalidated its offer of org.example.x at 14:42: that activity has ended.")
+        #expect(message(.unknown) == "laptop-a stopped offering org.example.x at 14:42 (it was resigned or invalidated there).")
+    }
+
     @Test func anAnnouncementAfterAGoodbyeMeansItRunsAgain() {
         let evidence = with(healthy()) { $0.peer?.goodbyeMillis = now - minute }
         #expect(ConditionDecision.decide(evidence) == nil)

@@ -32,10 +32,23 @@ private func heard(_ table: inout PeerTable, sequence: UInt64, at time: UInt64, 
         let peer = try #require(heard(&table, sequence: 2, at: now + 1000, offer: nil))
         history.heard(peer, nowMillis: now + 1000)
         #expect(history.offerState(of: alice.publicKey, peer: peer, hasWebpage: false, nowMillis: now + 2000)
-            == .withdrawn(type: "org.example.reader", atMillis: now + 1000))
+            == .withdrawn(type: "org.example.reader", atMillis: now + 1000, how: .unknown))
         // Still withdrawn (not "expired") once its expiry has passed, and after the peer left.
         #expect(history.offerState(of: alice.publicKey, peer: nil, hasWebpage: false, nowMillis: now + 900_000)
-            == .withdrawn(type: "org.example.reader", atMillis: now + 1000))
+            == .withdrawn(type: "org.example.reader", atMillis: now + 1000, how: .unknown))
+    }
+
+    /// The sender says which: resigned (it may come back) or invalidated (ended).
+    @Test(arguments: [(Announcement.SenderState.offerResigned, ConditionEvidence.Withdrawal.resigned),
+                      (.offerInvalidated, .invalidated)])
+    func theSenderSaysHowItWithdrewItsOffer(_ state: Announcement.SenderState, _ how: ConditionEvidence.Withdrawal) throws {
+        var table = PeerTable(ownKey: own.publicKey, fingerprint: { Ed25519.deviceID(of: $0) })
+        var history = PeerHistory()
+        history.heard(try #require(heard(&table, sequence: 1, at: now, offer: offer(sequence: 5, expires: now + 600_000))), nowMillis: now)
+        let peer = try #require(heard(&table, sequence: 2, at: now + 1000, offer: nil, state: state))
+        history.heard(peer, nowMillis: now + 1000)
+        #expect(history.offerState(of: alice.publicKey, peer: peer, hasWebpage: false, nowMillis: now + 2000)
+            == .withdrawn(type: "org.example.reader", atMillis: now + 1000, how: how))
     }
 
     @Test func anOfferGoneAtItsExpiryExpired() throws {

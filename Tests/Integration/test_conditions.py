@@ -433,7 +433,8 @@ class Faults(unittest.TestCase):
             peer("laptop-a", action)
             wait_until("the offer to go", lambda: offer_of("laptop-b", "laptop-a") is None, timeout=8)
             self.named(f"offer {action}ed" if action == "resign" else "offer invalidated", "not-current", "offer-withdrawn",
-                       r"laptop-a stopped offering .* resigned or invalidated", "current again on laptop-a")
+                       rf"laptop-a {'resigned' if action == 'resign' else 'invalidated'} its offer of {TYPE} at \d\d:\d\d",
+                       "current again on laptop-a")
 
     def test_15_peer_without_bluetooth(self):
         lab("stop", "laptop-a")
