@@ -379,46 +379,53 @@ public enum ConditionDecision {
         }
     }
 
+    /// A line the verdict does not name. With no failure, the decision found nothing in the
+    /// way: it passes. Behind a failure, only what is established now passes; the rest is
+    /// `off` (not known while the failure hides it), so no stale evidence reads as a pass.
     private static func passing(_ code: HandoffError.Code, _ e: ConditionEvidence, verdict: ConditionVerdict?) -> (ConditionLine.Status, String) {
-        let p = e.peer
-        // Lines after a failure that hides them are not known to hold.
-        let unknown = verdict.map { !$0.cause.isWarning && $0.code.isTransportCondition } ?? false
+        let hidden = verdict.map { !$0.cause.isWarning && $0.code.isTransportCondition } ?? false
+        func status(_ established: Bool) -> ConditionLine.Status { established || !hidden ? .pass : .off }
+        guard let p = e.peer else {
+            switch code {
+            case .trust: return (.pass, "\(e.pairedNames.count) paired device(s)")
+            case .bluetooth:
+                if case let .working(text) = e.bluetooth { return (.pass, "controller \(text)") }
+                return (.off, "not used (no --hci): proximity is not enforced on this host")
+            case .network: return (.pass, "transfer port \(e.transferPort)/tcp listening; discovery by \(e.workingPaths.joined(separator: ", "))")
+            case .enabled: return (.pass, "Handoff is on")
+            case .proximity:
+                guard e.bluetooth != .notUsed else { return (.off, "not enforced (Bluetooth not used on this host)") }
+                return (.pass, "threshold \(e.thresholdDBM) dBm, beacons fresh for \(e.freshnessMillis / 1000) s")
+            default: return (.pass, "\(e.declaredTypes.count) activity type(s) declared here")
+            }
+        }
+        let live = p.announcementsByPath.filter { $0.value + p.ttlMillis > e.nowMillis }.keys.sorted()
+        let established = hidden ? " (not known while \(verdict?.code.rawValue ?? "") fails)" : ""
         switch code {
         case .trust:
-            guard let p else { return (.pass, "\(e.pairedNames.count) paired device(s)") }
             return (.pass, "paired with \(p.name)" + (p.handshake == .trusted ? "; it proved its identity and trusts this host" : ""))
         case .bluetooth:
-            switch e.bluetooth {
-            case .notUsed: return (.off, "not used (no --hci): proximity is not enforced on this host")
-            case let .working(text), let .failed(text):
-                guard let p else { return (.pass, "controller \(text)") }
-                let peerState = p.state.map { $0.contains(.bluetoothWorking) ? "\(p.name)'s controller works" : "\(p.name)'s controller state unknown" } ?? "\(p.name) not heard yet"
-                return (unknown && p.state == nil ? .off : .pass, "controller \(text); \(peerState)")
-            }
+            guard case let .working(text) = e.bluetooth else { return (.off, "not used (no --hci): proximity is not enforced on this host") }
+            let works = !live.isEmpty && p.state?.contains(.bluetoothWorking) == true
+            return (status(works), "controller \(text); " + (works ? "\(p.name)'s controller works" : "\(p.name)'s controller" + (established.isEmpty ? " state not announced" : established)))
         case .network:
             var text = "transfer port \(e.transferPort)/tcp listening; discovery by \(e.workingPaths.joined(separator: ", "))"
-            if let p {
-                let live = p.announcementsByPath.filter { $0.value + p.ttlMillis > e.nowMillis }.keys.sorted()
-                if !live.isEmpty { text += "; \(p.name)'s announcements by \(live.joined(separator: ", "))" }
-                if p.portProbe == .open { text += "; its transfer port \(p.transferPort)/tcp open" }
-            }
-            return (.pass, text)
+            if !live.isEmpty { text += "; \(p.name)'s announcements by \(live.joined(separator: ", "))" }
+            if p.portProbe == .open { text += "; its transfer port \(p.transferPort)/tcp open" }
+            return (status(!live.isEmpty || p.portProbe == .open), text)
         case .enabled:
-            guard let p else { return (.pass, "Handoff is on") }
-            let known = p.state != nil && p.lastAnnouncementMillis.map { $0 + p.ttlMillis > e.nowMillis } == true
-            return (known || !unknown ? .pass : .off, known ? "on here and on \(p.name)" : "on here; \(p.name): not heard")
+            let on = !live.isEmpty && p.state.map { !$0.contains(.disabled) } == true
+            return (status(on), on ? "on here and on \(p.name)" : "on here; \(p.name)" + (established.isEmpty ? ": not heard" : established))
         case .proximity:
             guard e.bluetooth != .notUsed else { return (.off, "not enforced (Bluetooth not used on this host)") }
-            guard let p else { return (.pass, "threshold \(e.thresholdDBM) dBm, beacons fresh for \(e.freshnessMillis / 1000) s") }
-            return (unknown && p.beacon == nil ? .off : .pass, beaconText(p, e))
-        case .app:
-            guard let p, case let .offered(type, hasWebpage) = p.offer else {
+            let near = p.beacon.map { $0.lastHeardMillis + e.freshnessMillis > e.nowMillis && $0.smoothedRSSI >= Double(e.thresholdDBM) } ?? false
+            return (status(near), beaconText(p, e))
+        default:
+            guard case let .offered(type, hasWebpage) = p.offer else {
                 return (.pass, "\(e.declaredTypes.count) activity type(s) declared here")
             }
             if !p.apps.isEmpty { return (.pass, "\(type) is continued here by \(p.apps.joined(separator: ", "))") }
             return (.pass, hasWebpage ? "no app declares \(type); its web page opens in the browser" : "no app declares \(type)")
-        default:
-            return (.pass, "")
         }
     }
 

@@ -143,6 +143,14 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
         #expect(ConditionDecision.lines(evidence, verdict: verdict).allSatisfy { $0.status == .pass })
     }
 
+    /// Behind a failure, stale evidence does not read as a pass: what is not known now is off.
+    @Test func linesBehindAFailureAreOffUnlessEstablished() throws {
+        let evidence = with(silent(.doctor)) { $0.peer?.goodbyeMillis = now - 2 * minute + 10 }
+        let verdict = try #require(ConditionDecision.decide(evidence))
+        let status = Dictionary(uniqueKeysWithValues: ConditionDecision.lines(evidence, verdict: verdict).map { ($0.code, $0.status) })
+        #expect(status == [.trust: .pass, .bluetooth: .off, .network: .off, .enabled: .fail, .proximity: .off, .app: .pass])
+    }
+
     @Test func aStopIsToldWithItsTimeInTheUsersZone() throws {
         var evidence = with(silent()) {
             $0.peer?.announcementsByPath = ["multicast": now - 41 * minute]
