@@ -301,17 +301,8 @@ public enum ConditionDecision {
             return verdict(.announcementsBlocked, "\(name) runs and answers on its transfer port, but none of its announcements reach this host (\(lastWords)).",
                            "A firewall here (or on \(name)) drops Handoff's announcements: open 47180/udp and \(p.transferPort)/udp ('sudo ufw allow Handoff').")
         }
-        switch p.portProbe {
-        case let .refused(host)?:
-            return verdict(.peerNotRunning, "handoffd on \(name) is not running: \(lastWords) and it did not say goodbye (it was killed or crashed), and its transfer port \(port) at \(host) refuses connections.",
-                           "Start handoffd on \(name) ('systemctl --user start handoffd'). If it runs, its firewall rejects Handoff: 'sudo ufw allow Handoff' there.")
-        case .dropped?, .unreachable?:
-            let detail: String
-            switch p.portProbe {
-            case let .dropped(host)?: detail = "\(host) does not answer"
-            case let .unreachable(reason)?: detail = reason
-            default: detail = ""
-            }
+        /// Nothing from it, and its transfer port cannot be reached either.
+        func unreachable(_ detail: String) -> ConditionVerdict {
             if usesBluetooth && !beaconFresh && last == nil && !p.mdnsSeen {
                 return verdict(.outOfRange, "\(name) is not near: \(beaconText(p, e)), and nothing else from it reaches this host.",
                                "Bring the two laptops closer together and check that handoffd runs on \(name).")
@@ -319,6 +310,15 @@ public enum ConditionDecision {
             let heard = beaconFresh ? " (its Bluetooth beacon is heard, so it is near and running)" : ""
             return verdict(.noLink, "No link to \(name): \(lastWords), and its transfer port \(port) cannot be reached (\(detail))\(heard).",
                            "Check both laptops' network connection (cable, Wi-Fi, same network); a firewall that drops everything from this host does the same.")
+        }
+        switch p.portProbe {
+        case let .refused(host)?:
+            return verdict(.peerNotRunning, "handoffd on \(name) is not running: \(lastWords) and it did not say goodbye (it was killed or crashed), and its transfer port \(port) at \(host) refuses connections.",
+                           "Start handoffd on \(name) ('systemctl --user start handoffd'). If it runs, its firewall rejects Handoff: 'sudo ufw allow Handoff' there.")
+        case let .dropped(host)?:
+            return unreachable("\(host) does not answer")
+        case let .unreachable(reason)?:
+            return unreachable(reason)
         case .open?, nil:
             break
         }
