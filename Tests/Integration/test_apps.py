@@ -136,6 +136,15 @@ class Apps(unittest.TestCase):
             error = json.loads(result.stdout)["error"]
             self.assertEqual(error["code"], "app")
             self.assertIn("Broken Reader was started to continue", error["message"])
+            self.assertIn("exited with status 1", error["message"])
+            # One that exits cleanly without ever declaring the type: failed once the bound (15 s) passes.
+            with open(desktop, "w") as f:
+                f.write(f"[Desktop Entry]\nType=Application\nName=Broken Reader\nExec=true\nX-Handoff-ActivityTypes={READER_TYPE};\n")
+            started = time.monotonic()
+            result = peer("laptop-b", "accept", "laptop-a", "--json", check=False)
+            self.assertEqual(result.returncode, 1)
+            self.assertIn("did not take it within 15 s", json.loads(result.stdout)["error"]["message"])
+            self.assertGreaterEqual(time.monotonic() - started, 14)
         finally:
             os.remove(desktop)
 
