@@ -49,6 +49,10 @@ public struct Announcement: Equatable, Sendable {
         /// The offered activity has a webpageURL: a receiver without an app for
         /// its type can open it in a browser (Safari's fallback).
         public static let offerHasWebpageURL = SenderState(rawValue: 0x08)
+        /// Nothing is offered because the last offer was resigned (it may be made current again) ...
+        public static let offerResigned = SenderState(rawValue: 0x10)
+        /// ... or invalidated (that activity has ended). Neither: it expired, or there was none.
+        public static let offerInvalidated = SenderState(rawValue: 0x20)
     }
 
     public static let magic: [UInt8] = Array("HNDF".utf8)

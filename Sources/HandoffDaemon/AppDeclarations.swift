@@ -33,16 +33,35 @@ struct AppDeclarations {
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { continue }
             for name in names.sorted() where name.hasSuffix(".desktop") && !seen.contains(name) {
                 seen.insert(name)
-                let path = directory + "/" + name
-                guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-                      (attributes[.size] as? Int ?? 0) <= DesktopEntry.maximumBytes,
-                      let data = FileManager.default.contents(atPath: path),
-                      let entry = try? DesktopEntry(parsing: String(decoding: data, as: UTF8.self)),
+                guard let text = Self.readDesktopFile(directory + "/" + name),
+                      let entry = try? DesktopEntry(parsing: text),
                       !entry.isHidden, !entry.activityTypes.isEmpty else { continue }
                 found.append(DiskDeclaration(desktopID: name, name: entry.name ?? name, exec: entry.exec, types: entry.activityTypes))
             }
         }
         return found
+    }
+
+    /// A `.desktop` file's text, read through one descriptor: it must be a regular file
+    /// (symlinks are followed, as Flatpak exports them) of at most `DesktopEntry.maximumBytes`,
+    /// checked on the open file and enforced by reading no more than that.
+    static func readDesktopFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int(info.st_size) <= DesktopEntry.maximumBytes else { return nil }
+        var bytes = [UInt8](repeating: 0, count: DesktopEntry.maximumBytes + 1)
+        var count = 0
+        while count < bytes.count {
+            let got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { break }
+            count += got
+        }
+        // Grew past the limit after fstat: not a desktop file.
+        guard count <= DesktopEntry.maximumBytes else { return nil }
+        return String(decoding: bytes[..<count], as: UTF8.self)
     }
 
     /// The apps (names) that continue `type`, running ones first.
@@ -52,13 +71,14 @@ struct AppDeclarations {
         return running + installed.filter { !running.contains($0) }
     }
 
-    /// Who gets a continuation of `type`: the first running app that declares it,
-    /// else the first installed one (which the daemon then starts).
-    func deliveryTarget(for type: String) -> (app: String, running: Bool, exec: String?)? {
-        if let running = registered.values.filter({ $0.types.contains(type) }).map(\.app).sorted().first {
-            return (running, true, nil)
-        }
-        return Self.scanDisk().first { $0.types.contains(type) }.map { ($0.name, false, $0.exec) }
+    /// The first running app that declares `type` (it gets the continuation).
+    func runningApp(for type: String) -> String? {
+        registered.values.filter { $0.types.contains(type) }.map(\.app).sorted().first
+    }
+
+    /// The first installed app that declares `type` (the daemon starts it when none runs).
+    func installedApp(for type: String) -> DiskDeclaration? {
+        Self.scanDisk().first { $0.types.contains(type) }
     }
 
     /// The command line of an `Exec=` value, with the field codes (%u, %f, ...) removed

@@ -3,268 +3,122 @@ import HandoffCore
 import HandoffCrypto
 import HandoffTransport
 
-// The six transport conditions (Docs/CONDITIONS.md): checked before every
-// accept so a failure names the one that fails, and all of them by `doctor`.
+// The six transport conditions (Docs/CONDITIONS.md). The daemon only gathers
+// evidence here (and probes a peer that has gone silent); which condition
+// fails is decided in one place, ConditionDecision in HandoffCore, for both
+// accept and doctor.
 extension Daemon {
-    // MARK: - Before an accept
+    // MARK: - Which device a PEER argument names
 
-    /// Finds the peer to accept from; when it is not there, says which condition explains it.
-    func resolveForAccept(_ reference: String, nowMillis now: UInt64) throws(HandoffError) -> Peer {
-        do {
-            return try peers.resolve(reference)
-        } catch where error.code == .notFound {
-            throw diagnoseAbsent(reference, nowMillis: now)
+    /// The paired device `reference` names: by its name (in the trust store, or as it
+    /// announces itself), or by a unique prefix of 4 or more characters of its device id.
+    /// Nil when it names none.
+    func pairedKey(matching reference: String) throws(HandoffError) -> DeviceKey? {
+        let named = trust.entries.values.filter { $0.name == reference }.map(\.key)
+        if named.count == 1 { return named[0] }
+        let announcing = peers.peers.values.filter { $0.name == reference }.map(\.key)
+        if named.isEmpty, announcing.count == 1 { return announcing[0] }
+        if named.count > 1 || announcing.count > 1 {
+            throw HandoffError(.ambiguous, "More than one paired device is named '\(reference)'.",
+                               fix: "Use the device id shown by 'handoff-peer devices' instead.")
         }
-    }
-
-    func pairedEntry(matching reference: String) -> TrustStore.Entry? {
-        let prefix = DeviceID.normalize(reference) ?? ""
-        let matches = trust.entries.values.filter {
-            $0.name == reference || (prefix.count >= 4 && Ed25519.deviceID(of: $0.key).compact.hasPrefix(prefix))
+        if let key = DeviceKey(hex: reference), trust.contains(key) { return key }
+        guard let prefix = DeviceID.normalize(reference), !prefix.isEmpty else { return nil }
+        guard prefix.count >= 4 else {
+            throw HandoffError(.invalidRequest, "'\(reference)' is too short: a device id prefix needs at least 4 characters.",
+                               fix: "Give 4 or more characters of the device id, or the device name ('handoff-peer devices' lists both).")
         }
-        return matches.count == 1 ? matches[0] : nil
-    }
-
-    /// A device we hear nothing from: unknown (trust), or paired and then Bluetooth, proximity or the network.
-    func diagnoseAbsent(_ reference: String, nowMillis now: UInt64) -> HandoffError {
-        guard let entry = pairedEntry(matching: reference) else {
-            let paired = trust.entries.values.map(\.name).sorted().joined(separator: ", ")
-            return HandoffError(.trust, "No paired device is called '\(reference)'.",
-                                fix: "Pair with it first ('handoff-peer pair' there, 'handoff-peer pair \(reference)' here)."
-                                    + (paired.isEmpty ? "" : " Paired devices: \(paired)."))
+        let matches = trust.entries.keys.filter { Ed25519.deviceID(of: $0).compact.hasPrefix(prefix) }
+        if matches.count > 1 {
+            throw HandoffError(.ambiguous, "'\(reference)' matches \(matches.count) paired devices.",
+                               fix: "Give more characters of the device id ('handoff-peer devices').")
         }
-        let name = entry.name.isEmpty ? Ed25519.deviceID(of: entry.key).description : entry.name
-        if let local = localBluetoothProblem() { return local }
-        if bluetooth != nil {
-            if let reading = proximity.readings[entry.key], reading.lastHeardMillis + proximity.settings.freshnessMillis > now {
-                return HandoffError(.network, "\(name)'s Bluetooth beacon is heard (\(Int(reading.smoothedRSSI)) dBm) but none of its announcements reach this host over the network.",
-                                    fix: networkFix(port: configuration.transferPort) + " Check that both laptops are on the same network.")
-            }
-            return HandoffError(.proximity, "\(name) is not near: no Bluetooth beacon from it \(beaconAge(entry.key, now)).",
-                                fix: "Bring the two laptops closer together and check that Bluetooth and handoffd are on for both ('handoff-peer doctor \(reference)').")
-        }
-        return HandoffError(.network, "No announcement from \(name) has reached this host within its TTL.",
-                            fix: "Check that handoffd runs on \(name) and that both laptops are on the same network. " + networkFix(port: configuration.transferPort))
+        return matches.first
     }
 
-    func beaconAge(_ key: DeviceKey, _ now: UInt64) -> String {
-        guard let reading = proximity.readings[key] else { return "has been heard since handoffd started" }
-        return "for \((now &- reading.lastHeardMillis) / 1000) s (last at \(Int(reading.smoothedRSSI)) dBm, threshold \(proximity.settings.thresholdDBM) dBm)"
-    }
+    // MARK: - Evidence
 
-    func localBluetoothProblem() -> HandoffError? {
-        guard let bluetooth, !bluetooth.currentStatus.available else { return nil }
-        return HandoffError(.bluetooth, "This host's Bluetooth controller (\(configuration.hci ?? "")) is not working: \(bluetooth.currentStatus.text)",
-                            fix: "Check the adapter ('sudo handoff-ble-check', 'rfkill list', 'bluetoothctl power on'); handoffd reconnects by itself.")
-    }
-
-    /// enabled, bluetooth and proximity, on this host and the peer, in that order.
-    func checkConditions(before peer: Peer, nowMillis now: UInt64) throws(HandoffError) {
-        guard settings.enabled else {
-            throw HandoffError(.enabled, "Handoff is switched off on this host.", fix: "Run 'handoff-peer enable'.")
-        }
-        guard !peer.senderState.contains(.disabled) else {
-            throw HandoffError(.enabled, "Handoff is switched off on \(peer.name).", fix: "On \(peer.name), run 'handoff-peer enable'.")
-        }
-        if let local = localBluetoothProblem() { throw local }
-        if bluetooth != nil, peer.senderState.contains(.bluetoothConfigured), !peer.senderState.contains(.bluetoothWorking) {
-            throw HandoffError(.bluetooth, "\(peer.name) says its Bluetooth controller is not working.",
-                               fix: "On \(peer.name), check the adapter ('sudo handoff-ble-check', 'rfkill list').")
-        }
-        guard isNear(peer.key, nowMillis: now) else {
-            throw HandoffError(.proximity, "\(peer.name) is not near: \(proximityEvidence(peer.key, now)).",
-                               fix: "Bring the two laptops closer together and check that Bluetooth is on for both.")
-        }
-    }
-
-    func proximityEvidence(_ key: DeviceKey, _ now: UInt64) -> String {
-        guard let reading = proximity.readings[key] else { return "no beacon heard, threshold \(proximity.settings.thresholdDBM) dBm" }
-        return "last beacon \((now &- reading.lastHeardMillis) / 1000) s ago at \(Int(reading.smoothedRSSI)) dBm, threshold \(proximity.settings.thresholdDBM) dBm"
-    }
-
-    nonisolated func networkFix(port: UInt16) -> String {
-        "If a firewall runs there, open Handoff's ports (installed profiles): 'sudo ufw allow Handoff' or 'sudo firewall-cmd --permanent --add-service=handoff && sudo firewall-cmd --reload' (by hand: 47180/udp, \(port)/tcp, \(port)/udp)."
-    }
-
-    // MARK: - doctor
-
-    struct Check {
-        enum Status: String { case pass, fail, warn, off }
-        var code: HandoffError.Code
-        var status: Status
-        var evidence: String
-        var fix: String = ""
-
-        var json: JSONValue {
-            ["code": .string(code.rawValue), "status": .string(status.rawValue), "ok": .bool(status != .fail),
-             "evidence": .string(evidence), "fix": .string(fix)]
-        }
-    }
-
-    /// All six conditions for this host, and for `reference` when given.
-    func doctor(reference: String?) async -> JSONValue {
-        let now = wallClockMillis()
-        var checks = localChecks(nowMillis: now)
-        var peerName: JSONValue = .null
-        if let reference {
-            let (name, peerChecks) = await peerChecks(reference, nowMillis: now)
-            peerName = .string(name)
-            checks = zip(checks, peerChecks).map { merge($0, $1) }
-        }
-        return ["host": .string(configuration.name), "peer": peerName,
-                "ok": .bool(!checks.contains { $0.status == .fail }),
-                "conditions": .array(checks.map(\.json))]
-    }
-
-    /// The peer's verdict wins when it is worse; the evidence keeps both.
-    private func merge(_ local: Check, _ peer: Check) -> Check {
-        let rank: [Check.Status: Int] = [.off: 0, .pass: 1, .warn: 2, .fail: 3]
-        let worse = rank[peer.status]! >= rank[local.status]! ? peer : local
-        return Check(code: local.code, status: worse.status, evidence: "this host: \(local.evidence); peer: \(peer.evidence)",
-                     fix: worse.fix)
-    }
-
-    private func localChecks(nowMillis now: UInt64) -> [Check] {
-        var checks: [Check] = []
-        checks.append(trust.entries.isEmpty
-            ? Check(code: .trust, status: .fail, evidence: "no paired devices", fix: "Pair: 'handoff-peer pair' on one host, 'handoff-peer pair NAME' on the other.")
-            : Check(code: .trust, status: .pass, evidence: "\(trust.entries.count) paired device(s)"))
+    /// Everything known without touching the network: this host, and what the peer last said.
+    func evidence(for reference: String?, purpose: ConditionEvidence.Purpose,
+                  nowMillis now: UInt64) throws(HandoffError) -> (ConditionEvidence, DeviceKey?) {
+        var e = ConditionEvidence(purpose: purpose, nowMillis: now, hostName: configuration.name)
+        e.utcOffsetSeconds = TimeZone.current.secondsFromGMT()
+        e.enabled = settings.enabled
         if let bluetooth {
             let state = bluetooth.currentStatus
-            checks.append(state.available
-                ? Check(code: .bluetooth, status: .pass, evidence: "controller \(configuration.hci ?? "") \(state.text)")
-                : Check(code: .bluetooth, status: .fail, evidence: "controller \(configuration.hci ?? ""): \(state.text)",
-                        fix: "Check the adapter ('sudo handoff-ble-check', 'rfkill list', 'bluetoothctl power on')."))
-        } else {
-            checks.append(Check(code: .bluetooth, status: .off, evidence: "not used (no --hci): proximity is not enforced on this host"))
+            let device = configuration.hci ?? ""
+            e.bluetooth = state.available ? .working("\(device) \(state.text)") : .failed("\(device): \(state.text)")
         }
-        let working = discoveryPaths.filter { path in
+        e.thresholdDBM = proximity.settings.thresholdDBM
+        e.freshnessMillis = proximity.settings.freshnessMillis
+        let networkPaths = discoveryPaths.filter { $0.name != DiscoveryPathName.bluetooth.rawValue }
+        e.workingPaths = networkPaths.filter { path in
             if let mdns = path as? AvahiDiscoveryStatusReporting { return mdns.isAvailable }
             return !path.state.hasPrefix("no ") && !path.state.hasPrefix("closed")
         }.map(\.name)
-        checks.append(working.isEmpty
-            ? Check(code: .network, status: .fail, evidence: "no discovery path works: " + discoveryPaths.map { "\($0.name): \($0.state)" }.joined(separator: "; "),
-                    fix: "Connect to a network; start avahi-daemon for mDNS.")
-            : Check(code: .network, status: .pass,
-                    evidence: "transfer port \(transferPort)/tcp listening; discovery by \(working.joined(separator: ", "))"))
-        checks.append(settings.enabled
-            ? Check(code: .enabled, status: .pass, evidence: "Handoff is on")
-            : Check(code: .enabled, status: .fail, evidence: "Handoff is switched off on this host", fix: "Run 'handoff-peer enable'."))
-        if bluetooth != nil {
-            let near = trust.entries.keys.filter { proximity.isNear($0, nowMillis: now) }.count
-            checks.append(Check(code: .proximity, status: .pass, evidence: "\(near) of \(trust.entries.count) paired device(s) near (threshold \(proximity.settings.thresholdDBM) dBm)"))
-        } else {
-            checks.append(Check(code: .proximity, status: .off, evidence: "not enforced (Bluetooth not used)"))
+        e.brokenPaths = networkPaths.map { "\($0.name): \($0.state)" }.joined(separator: "; ")
+        e.transferPort = transferPort
+        e.pairedNames = trust.entries.values.map(\.name)
+        e.declaredTypes = declarations.allTypes().sorted()
+        e.reference = reference
+        guard let reference else { return (e, nil) }
+        guard let key = try pairedKey(matching: reference), let entry = trust.entries[key] else {
+            e.unpairedHereMillis = history.unpairedMillis(name: reference)
+            return (e, nil)
         }
-        let types = declarations.allTypes()
-        checks.append(types.isEmpty
-            ? Check(code: .app, status: .fail, evidence: "no app declares an activity type",
-                    fix: "Install an app that declares X-Handoff-ActivityTypes in its .desktop file (Docs/APPS.md).")
-            : Check(code: .app, status: .pass, evidence: "\(types.count) activity type(s) declared: \(types.sorted().prefix(5).joined(separator: ", "))\(types.count > 5 ? ", ..." : "")"))
-        return checks
+        let peer = peers.peers[key]
+        let past = history.entries[key]
+        var p = ConditionEvidence.Peer(name: peer?.name ?? (entry.name.isEmpty ? Ed25519.deviceID(of: key).description : entry.name))
+        p.announcementsByPath = peer?.lastSeenByPath ?? past?.announcementsByPath ?? [:]
+        p.ttlMillis = peer?.ttlMillis ?? past?.ttlMillis ?? UInt64(configuration.peerTTLSeconds) * 1000
+        p.state = peer?.senderState ?? past?.state
+        p.goodbyeMillis = past?.goodbyeMillis
+        if let reading = proximity.readings[key] {
+            p.beacon = .init(lastHeardMillis: reading.lastHeardMillis, smoothedRSSI: reading.smoothedRSSI)
+        }
+        let sighted = recognisedSightings(nowMillis: now).filter { $0.key == key }
+        p.mdnsSeen = !sighted.isEmpty
+        p.transferPort = peer?.transferPort ?? past.flatMap { $0.transferPort == 0 ? nil : $0.transferPort }
+            ?? sighted.first?.sighting.port ?? configuration.transferPort
+        p.offer = history.offerState(of: key, peer: peer, hasWebpage: peer?.senderState.contains(.offerHasWebpageURL) ?? false,
+                                     nowMillis: now)
+        if case let .offered(type, _) = p.offer { p.apps = declarations.apps(for: type) }
+        e.peer = p
+        return (e, key)
     }
 
-    private func peerChecks(_ reference: String, nowMillis now: UInt64) async -> (String, [Check]) {
-        let codes: [HandoffError.Code] = [.trust, .bluetooth, .network, .enabled, .proximity, .app]
-        guard let entry = pairedEntry(matching: reference) else {
-            let unpaired = Check(code: .trust, status: .fail, evidence: "'\(reference)' is not a paired device",
-                                 fix: "Pair with it first ('handoff-peer pair' there, 'handoff-peer pair \(reference)' here).")
-            return (reference, [unpaired] + codes.dropFirst().map { Check(code: $0, status: .off, evidence: "not checked: not paired") })
-        }
-        let name = entry.name.isEmpty ? Ed25519.deviceID(of: entry.key).description : entry.name
-        let peer = peers.peers[entry.key]
-        var checks: [Check] = []
-        checks.append(Check(code: .trust, status: .pass, evidence: peer == nil ? "paired" : "paired; its announcements verify"))
-
-        // bluetooth: what the peer says about its controller, and whether we hear it at all.
-        if bluetooth == nil {
-            checks.append(Check(code: .bluetooth, status: .off, evidence: "not used on this host"))
-        } else if let peer, peer.senderState.contains(.bluetoothConfigured) && !peer.senderState.contains(.bluetoothWorking) {
-            checks.append(Check(code: .bluetooth, status: .fail, evidence: "\(name) says its controller is not working",
-                                fix: "On \(name), check the adapter ('sudo handoff-ble-check', 'rfkill list')."))
-        } else if let peer, !peer.senderState.contains(.bluetoothConfigured) {
-            checks.append(Check(code: .bluetooth, status: .fail, evidence: "\(name) does not use Bluetooth (no --hci), so it sends no beacon",
-                                fix: "Start handoffd on \(name) with --hci hci0, or without --hci here too."))
-        } else {
-            checks.append(Check(code: .bluetooth, status: .pass, evidence: peer == nil ? "state unknown (no announcement yet)" : "\(name)'s controller works"))
-        }
-
-        checks.append(await networkCheck(entry: entry, name: name, peer: peer, nowMillis: now))
-
-        if let peer, peer.senderState.contains(.disabled) {
-            checks.append(Check(code: .enabled, status: .fail, evidence: "Handoff is switched off on \(name)", fix: "On \(name), run 'handoff-peer enable'."))
-        } else {
-            checks.append(Check(code: .enabled, status: peer == nil ? .warn : .pass, evidence: peer == nil ? "unknown (no announcement from \(name))" : "on"))
-        }
-
-        if bluetooth == nil {
-            checks.append(Check(code: .proximity, status: .off, evidence: "not enforced (Bluetooth not used on this host)"))
-        } else if proximity.isNear(entry.key, nowMillis: now) {
-            checks.append(Check(code: .proximity, status: .pass, evidence: proximityEvidence(entry.key, now)))
-        } else {
-            checks.append(Check(code: .proximity, status: .fail, evidence: proximityEvidence(entry.key, now),
-                                fix: "Bring the two laptops closer together and check that Bluetooth is on for both."))
-        }
-
-        if let offer = peer?.offer?.summary {
-            let apps = declarations.apps(for: offer.activityType)
-            checks.append(apps.isEmpty
-                ? Check(code: .app, status: .fail, evidence: "\(name) offers \(offer.activityType), which no app here declares",
-                        fix: "Install or start an app that continues \(offer.activityType) (Docs/APPS.md).")
-                : Check(code: .app, status: .pass, evidence: "\(offer.activityType) is continued here by \(apps.joined(separator: ", "))"))
-        } else {
-            checks.append(Check(code: .app, status: .pass, evidence: "\(name) offers nothing now; \(declarations.allTypes().count) type(s) declared here"))
-        }
-        return (name, checks)
+    /// Where to probe `key`: the addresses it announced from, else where mDNS shows it.
+    func probeTarget(_ key: DeviceKey, nowMillis: UInt64) -> (hosts: [String], port: UInt16) {
+        if let peer = peers.peers[key] { return (peer.hosts, peer.transferPort) }
+        let sighted = recognisedSightings(nowMillis: nowMillis).filter { $0.key == key }.map(\.sighting)
+        let past = history.entries[key]
+        let hosts = (past?.hosts ?? []) + sighted.map(\.host).filter { !(past?.hosts ?? []).contains($0) }
+        let port = past.flatMap { $0.transferPort == 0 ? nil : $0.transferPort } ?? sighted.first?.port ?? configuration.transferPort
+        return (hosts, port)
     }
 
-    /// Tells apart: nothing heard at all; multicast filtered while unicast works;
-    /// the transfer port refused or silently dropped.
-    private func networkCheck(entry: TrustStore.Entry, name: String, peer: Peer?, nowMillis now: UInt64) async -> Check {
-        guard let peer else {
-            let sighted = recognisedSightings(nowMillis: now).contains { $0.key == entry.key }
-            let beacon = proximity.readings[entry.key].map { $0.lastHeardMillis + proximity.settings.freshnessMillis > now } ?? false
-            var evidence = "no announcement from \(name) reaches this host"
-            if sighted { evidence += ", though mDNS shows its service" }
-            if beacon { evidence += ", though its Bluetooth beacon is heard" }
-            if bluetooth != nil && !beacon && !sighted {
-                return Check(code: .network, status: .warn, evidence: evidence + "; it may be out of range (it sends summaries only to devices it hears)",
-                             fix: "See the proximity line.")
-            }
-            return Check(code: .network, status: .fail, evidence: evidence,
-                         fix: "Check that handoffd runs on \(name) and both laptops share a network. " + networkFix(port: configuration.transferPort))
+    /// Adds the transfer-port probe and, when the port is open, the handshake probe.
+    func probe(_ e: inout ConditionEvidence, key: DeviceKey) async {
+        guard e.peer != nil else { return }
+        let (hosts, port) = probeTarget(key, nowMillis: e.nowMillis)
+        let identity = identity
+        let (portProbe, handshake) = await onThread(name: "condition probe") {
+            Daemon.probe(hosts: hosts, port: port, expecting: key, identity: identity)
         }
-        let paths = paths(of: peer, nowMillis: now)
-        let (hosts, port) = (peer.hosts, peer.transferPort)
-        let probe = await onThread(name: "doctor probe") { Daemon.probeTransferPort(hosts: hosts, port: port) }
-        switch probe {
-        case .refused(let host):
-            return Check(code: .network, status: .fail, evidence: "\(name)'s transfer port \(port)/tcp at \(host) refuses connections (a firewall rejects it, or nothing listens)",
-                         fix: "On \(name): 'sudo ufw allow Handoff' or 'sudo firewall-cmd --permanent --add-service=handoff && sudo firewall-cmd --reload' (or open \(port)/tcp by hand).")
-        case .dropped(let host):
-            return Check(code: .network, status: .fail, evidence: "\(name)'s transfer port \(port)/tcp at \(host) does not answer: packets are silently dropped (a firewall)",
-                         fix: "On \(name): 'sudo ufw allow Handoff' or 'sudo firewall-cmd --permanent --add-service=handoff && sudo firewall-cmd --reload' (or open \(port)/tcp by hand).")
-        case .unreachable(let reason):
-            return Check(code: .network, status: .fail, evidence: "no usable link to \(name): \(reason)", fix: "Check both laptops' network connection.")
-        case .open:
-            let multicastHere = discoveryPaths.contains { $0.name == "multicast" }
-            let multicastLive = paths.contains("multicast")
-            if multicastHere && !multicastLive && paths.contains("unicast") {
-                return Check(code: .network, status: .warn,
-                             evidence: "announcements from \(name) arrive by unicast (found by mDNS) but not by multicast: the network filters multicast (access-point client isolation or IGMP snooping) or a firewall drops 47180/udp; transfer port \(port)/tcp open",
-                             fix: "Handoff works through mDNS; to restore multicast, turn off client isolation on the access point or open 47180/udp ('sudo ufw allow 47180/udp').")
-            }
-            return Check(code: .network, status: .pass, evidence: "announcements by \(paths.joined(separator: ", ")); transfer port \(port)/tcp open")
-        }
+        e.peer?.portProbe = portProbe
+        e.peer?.handshake = handshake
     }
 
-    enum PortProbe: Sendable {
-        case open, refused(String), dropped(String), unreachable(String)
+    nonisolated static func probe(hosts: [String], port: UInt16, expecting key: DeviceKey,
+                                  identity: Identity) -> (ConditionEvidence.PortProbe, ConditionEvidence.HandshakeProbe?) {
+        let portProbe = probeTransferPort(hosts: hosts, port: port)
+        guard portProbe == .open else { return (portProbe, nil) }
+        return (portProbe, handshakeProbe(hosts: hosts, port: port, expecting: key, identity: identity))
     }
 
     /// One TCP connection attempt per address: open, refused (RST), or no answer (dropped).
-    nonisolated static func probeTransferPort(hosts: [String], port: UInt16) -> PortProbe {
-        var result = PortProbe.unreachable("no address known")
+    nonisolated static func probeTransferPort(hosts: [String], port: UInt16) -> ConditionEvidence.PortProbe {
+        var result = ConditionEvidence.PortProbe.unreachable("no address of it is known")
         for host in hosts {
             do {
                 let connection = try StreamConnection.connect(to: try SocketAddress(host: host, port: port), timeoutMillis: 2000)
@@ -272,18 +126,117 @@ extension Daemon {
                 return .open
             } catch {
                 switch error.errno {
-                case ECONNREFUSED: result = .refused(host)
-                case ETIMEDOUT: result = .dropped(host)
+                case ECONNREFUSED: result = .refused(host: host)
+                case ETIMEDOUT: result = .dropped(host: host)
                 default: result = .unreachable("\(host): \(error)")
                 }
             }
         }
         return result
     }
+
+    /// A handshake, then a fetch for no offer: a device that trusts this one refuses it as
+    /// not current; one that does not, as `trust`. Only a device that proved it is `key` counts.
+    nonisolated static func handshakeProbe(hosts: [String], port: UInt16, expecting key: DeviceKey,
+                                           identity: Identity) -> ConditionEvidence.HandshakeProbe {
+        do throws(HandoffError) {
+            let channel = try connect(hosts: hosts, port: port, peerName: Ed25519.deviceID(of: key).description,
+                                      identity: identity, purpose: .fetch, timeoutMillis: 3000)
+            defer { channel.close() }
+            guard channel.session.peerKey == key else { return .failed("another device answers at its address") }
+            try channel.send(.fetch(.init(summarySender: key, summarySequence: 0, payloadDigest: [UInt8](repeating: 0, count: 32))))
+            guard case let .refusal(refusal) = try channel.receive() else { return .trusted }
+            switch refusal.code {
+            case .trust: return .trustRefused
+            case .enabled: return .disabled
+            default: return .trusted
+            }
+        } catch {
+            // A trust refusal arrives only over the authenticated channel.
+            return error.code == .trust ? .trustRefused : .failed(error.message)
+        }
+    }
+
+    // MARK: - Accept
+
+    /// Where a continuation goes: a running app, an installed one (started for it),
+    /// the browser (a web page no app here declares), or the terminal that accepted it.
+    struct DeliveryTarget: Sendable {
+        enum Kind: Sendable { case running, launch(exec: String, desktopID: String), browser, terminal }
+        var app: String
+        var kind: Kind
+    }
+
+    func deliveryTarget(for type: String, hasWebpage: Bool) -> DeliveryTarget {
+        if let running = declarations.runningApp(for: type) { return DeliveryTarget(app: running, kind: .running) }
+        if let installed = declarations.installedApp(for: type), let exec = installed.exec {
+            return DeliveryTarget(app: installed.name, kind: .launch(exec: exec, desktopID: installed.desktopID))
+        }
+        return DeliveryTarget(app: hasWebpage ? "browser" : "terminal", kind: hasWebpage ? .browser : .terminal)
+    }
+
+    /// Before an accept: the peer, its offer and where it goes, or the one cause that stands
+    /// in the way. A silent peer is probed first, so its cause is named from evidence.
+    func prepareAccept(_ reference: String, requireApp: Bool) async throws(HandoffError) -> (Peer, SignedSummary, DeliveryTarget) {
+        let now = wallClockMillis()
+        var (evidence, key) = try evidence(for: reference, purpose: .accept(requireApp: requireApp), nowMillis: now)
+        // Silent (gone from the table, or past its TTL before the next expiry sweep): probe it.
+        if let key, peers.peers[key]?.isExpired(nowMillis: now) ?? true { await probe(&evidence, key: key) }
+        if let verdict = ConditionDecision.decide(evidence), !verdict.cause.isWarning { throw verdict.error }
+        guard let key, let peer = peers.peers[key], let offer = peer.visibleOffer(nowMillis: wallClockMillis()) else {
+            throw HandoffError(.notFound, "'\(reference)' offers nothing to continue right now.", fix: "Run 'handoff-peer list'.")
+        }
+        let target = deliveryTarget(for: offer.summary.activityType, hasWebpage: peer.senderState.contains(.offerHasWebpageURL))
+        return (peer, offer, target)
+    }
+
+    /// A failed fetch, explained from evidence: a trust refusal or a connection that fails is
+    /// probed again and decided like any other accept failure; other failures say what happened.
+    func explainFetchFailure(_ error: HandoffError, peer: Peer) async -> HandoffError {
+        guard [.trust, .network, .enabled].contains(error.code),
+              var (evidence, _) = try? evidence(for: peer.deviceID.description, purpose: .accept(requireApp: false), nowMillis: wallClockMillis())
+        else { return error }
+        await probe(&evidence, key: peer.key)
+        guard let verdict = ConditionDecision.decide(evidence), !verdict.cause.isWarning, verdict.code.isTransportCondition else { return error }
+        return verdict.error
+    }
+
+    // MARK: - doctor
+
+    /// All six conditions for this host, and for `reference` when given, and the one verdict.
+    func doctor(reference: String?) async throws(HandoffError) -> JSONValue {
+        var (evidence, key) = try evidence(for: reference, purpose: .doctor, nowMillis: wallClockMillis())
+        if let key { await probe(&evidence, key: key) }
+        let verdict = ConditionDecision.decide(evidence)
+        let lines = ConditionDecision.lines(evidence, verdict: verdict)
+        var verdictJSON: JSONValue = .null
+        if let verdict {
+            verdictJSON = ["cause": .string(verdict.cause.rawValue), "code": .string(verdict.code.rawValue),
+                           "status": .string(verdict.cause.isWarning ? "warn" : "fail"),
+                           "message": .string(verdict.message), "fix": .string(verdict.fix)]
+        }
+        return ["host": .string(configuration.name), "peer": evidence.peer.map { .string($0.name) } ?? reference.map { .string($0) } ?? .null,
+                "ok": .bool(!lines.contains { $0.status == .fail }), "verdict": verdictJSON,
+                "conditions": .array(lines.map {
+                    ["code": .string($0.code.rawValue), "status": .string($0.status.rawValue), "ok": .bool($0.status != .fail),
+                     "evidence": .string($0.evidence), "fix": .string($0.fix)]
+                })]
+    }
+
+    // MARK: - Memory
+
+    /// After an announcement from `key` went through the peer table: remember what it said.
+    func remember(announcementFrom key: DeviceKey, events: [PeerEvent], nowMillis: UInt64) {
+        if events.contains(.left(key)) {
+            history.saidGoodbye(key, nowMillis: nowMillis)
+        } else if let peer = peers.peers[key] {
+            history.heard(peer, nowMillis: nowMillis)
+        }
+    }
 }
 
-/// Lets doctor ask the mDNS path whether avahi-daemon is there, without the
-/// conditions code knowing the Avahi types.
+/// Lets the conditions ask the mDNS path whether avahi-daemon is there,
+/// without knowing the Avahi types.
 protocol AvahiDiscoveryStatusReporting {
     var isAvailable: Bool { get }
 }

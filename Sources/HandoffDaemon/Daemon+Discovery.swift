@@ -91,8 +91,10 @@ extension Daemon {
             guard (try? ReceivedAnnouncement(decoding: inner))?.announcement.senderKey == sender else {
                 return peers.recordDrop(\.badSignature)
             }
-            emit(peers.receive(datagram: inner, fromHost: host, path: path.rawValue, nowMillis: now,
-                               verifier: verifier, isTrusted: trust.contains))
+            let events = peers.receive(datagram: inner, fromHost: host, path: path.rawValue, nowMillis: now,
+                                       verifier: verifier, isTrusted: trust.contains)
+            remember(announcementFrom: sender, events: events, nowMillis: now)
+            emit(events)
         case Announcement.version:
             guard let received = try? ReceivedAnnouncement(decoding: bytes) else { return peers.recordDrop(\.malformed) }
             guard received.announcement.kind == .pairing else { return peers.recordDrop(\.unsealed) }

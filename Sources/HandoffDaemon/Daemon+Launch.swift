@@ -2,24 +2,75 @@ import Foundation
 import HandoffCore
 import HandoffTransport
 
-/// A continuation waiting for the app that was started to receive it.
+/// A continuation waiting for the app that was started to take it.
 struct PendingDelivery {
+    /// The accept it belongs to.
+    var id: Int64
     var app: String
+    /// The `.desktop` file's id (its file name): what the started app is matched by.
+    var desktopID: String
     var type: String
     var events: [JSONValue]
-    var expiresMillis: UInt64
+    var waiter: CheckedContinuation<Result<ObjectIdentifier, HandoffError>, Never>
 }
 
-// Starting a declared app that is not running, and handing it the activity
-// once it has connected and declared the type (through HandoffKit).
+// Handing a fetched activity to where it continues: an app that was not
+// running is started and must take it within a bound; a web page opens in the
+// browser, which must not fail. Either failure fails the accept.
 extension Daemon {
-    static let launchWaitMillis: UInt64 = 30_000
+    static let launchWaitMillis: UInt64 = 15_000
+    /// xdg-open and browsers hand the page over and return; a failure shows by then.
+    static let browserWaitMillis = 3_000
 
-    func launch(app: String, exec: String, type: String, events: [JSONValue]) {
+    /// After the fetch: delivers to the target, then reports exactly one of continued or failed.
+    func finishAccept(_ fetched: AcceptOutcome, acceptID: Int64, peer: Peer, type: String, target: DeliveryTarget,
+                      willContinue: JSONValue) async -> AcceptOutcome {
+        var outcome = fetched
+        if case let .failure(error) = fetched { outcome = .failure(await explainFetchFailure(error, peer: peer)) }
+        var appConnection: ObjectIdentifier?
+        if case let .success(result) = outcome, activeAccepts[acceptID] != nil {
+            let continued: JSONValue = ["event": "continued", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
+                                        "activity": result.activity.json, "deliverTo": .string(target.app)]
+            switch target.kind {
+            case .running, .terminal:
+                break
+            case .browser:
+                if let failure = await openInBrowser(result.activity.webpageURL ?? "") { outcome = .failure(failure) }
+            case let .launch(exec, desktopID):
+                switch await launch(app: target.app, exec: exec, desktopID: desktopID, type: type, acceptID: acceptID,
+                                    events: [willContinue, continued]) {
+                case let .success(connection): appConnection = connection
+                case let .failure(failure): outcome = .failure(failure)
+                }
+            }
+        }
+        // Gone when the daemon is stopping and has already reported this accept as failed.
+        guard activeAccepts.removeValue(forKey: acceptID) != nil else { return outcome }
+        switch outcome {
+        case let .success(result):
+            log.info("continued type \(type) from \(peer.deviceID) in \(target.app): handshake \(Int(result.timing.handshakeMillis)) ms, transfer \(Int(result.timing.transferMillis)) ms")
+            let continued: JSONValue = ["event": "continued", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
+                                        "activity": result.activity.json, "deliverTo": .string(target.app)]
+            // A started app already got it, with its willContinue, when it declared.
+            for (id, sink) in subscribers where ObjectIdentifier(sink.connection) != appConnection && !sink.send(continued) {
+                subscribers.removeValue(forKey: id)
+            }
+        case let .failure(error):
+            log.info("accept of type \(type) from \(peer.deviceID) failed: \(error.code.rawValue)")
+            broadcast(["event": "failed", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
+                       "type": .string(type), "error": error.json, "deliverTo": .string(target.app)])
+        }
+        return outcome
+    }
+
+    /// Starts a declared app and waits until it takes the continuation (it declares the
+    /// type from the `.desktop` file it was started from), exits with an error, or the bound passes.
+    func launch(app: String, exec: String, desktopID: String, type: String, acceptID: Int64,
+                events: [JSONValue]) async -> Result<ObjectIdentifier, HandoffError> {
         let words = AppDeclarations.commandLine(exec: exec)
         guard let program = words.first else {
-            log.warning("app \(app) declares \(type) but its Exec line is empty")
-            return
+            return .failure(HandoffError(.app, "\(app) declares \(type), but the Exec line of \(desktopID) is empty.",
+                                         fix: "Fix or reinstall \(desktopID) (Docs/APPS.md)."))
         }
         let process = Process()
         var command = program.hasPrefix("/") ? words : ["/usr/bin/env"] + words
@@ -33,23 +84,76 @@ extension Daemon {
         var environment = ProcessInfo.processInfo.environment
         environment["HANDOFF_SOCKET"] = configuration.socketPath
         environment["HANDOFF_LAUNCHED_FOR"] = type
+        // HandoffKit declares with it, so the continuation is matched to the file the app was started from.
+        environment["HANDOFF_DESKTOP_ID"] = desktopID
         process.environment = environment
         process.standardInput = FileHandle.nullDevice
+        process.terminationHandler = { [self] finished in
+            let status = finished.terminationStatus
+            Task { await self.launchedAppExited(acceptID, app: app, type: type, status: status) }
+        }
         do {
             try process.run()
-            log.info("started app \(app) (pid \(process.processIdentifier)) to continue \(type)")
-            pendingDeliveries.removeAll { $0.expiresMillis < wallClockMillis() }
-            pendingDeliveries.append(PendingDelivery(app: app, type: type, events: events,
-                                                     expiresMillis: wallClockMillis() + Self.launchWaitMillis))
         } catch {
             log.warning("cannot start app \(app): \(error.localizedDescription)")
+            return .failure(HandoffError(.app, "Cannot start \(app) (\(desktopID)) to continue \(type): \(error.localizedDescription).",
+                                         fix: "Check the Exec line of \(desktopID), or start the app yourself and accept again."))
+        }
+        log.info("started app \(app) (pid \(process.processIdentifier)) to continue \(type)")
+        let bound = Self.launchWaitMillis
+        return await withCheckedContinuation { waiter in
+            pendingDeliveries.append(PendingDelivery(id: acceptID, app: app, desktopID: desktopID, type: type, events: events, waiter: waiter))
+            Task {
+                try? await Task.sleep(for: .milliseconds(bound))
+                self.endPending(acceptID, HandoffError(
+                    .app, "\(app) was started to continue \(type) but did not take it within \(bound / 1000) s: it did not start, or it does not declare \(type) when it runs.",
+                    fix: "Start \(app) by hand and accept again; if it never continues \(type), its .desktop file (\(desktopID)) declares a type the app does not."))
+            }
+        }
+    }
+
+    func launchedAppExited(_ id: Int64, app: String, type: String, status: Int32) {
+        // Exiting 0 may hand over to an instance that then declares; only a failure ends the wait early.
+        guard status != 0 else { return }
+        endPending(id, HandoffError(.app, "\(app) was started to continue \(type) but exited with status \(status) before taking it.",
+                                    fix: "Start \(app) by hand to see why it fails, then accept again."))
+    }
+
+    private func endPending(_ id: Int64, _ error: HandoffError) {
+        guard let index = pendingDeliveries.firstIndex(where: { $0.id == id }) else { return }
+        let pending = pendingDeliveries.remove(at: index)
+        log.info("app \(pending.app) did not take the continuation of \(pending.type): \(error.code.rawValue)")
+        pending.waiter.resume(returning: .failure(error))
+    }
+
+    /// An app declared types on `connection`: hand it what was kept for it. Matched by
+    /// the `.desktop` file id it was started from (HandoffKit passes $HANDOFF_DESKTOP_ID
+    /// back), or by an app name that is that id; never by the file's display name.
+    func deliverPending(to connection: StreamConnection, app: String, desktopID: String?, types: Set<String>) {
+        guard let sink = subscribers.values.first(where: { $0.connection === connection }) else { return }
+        func matches(_ pending: PendingDelivery) -> Bool {
+            let ids = [pending.desktopID, String(pending.desktopID.dropLast(pending.desktopID.hasSuffix(".desktop") ? 8 : 0))]
+            return types.contains(pending.type) && (desktopID.map(ids.contains) ?? false || ids.contains(app))
+        }
+        let ready = pendingDeliveries.filter(matches)
+        guard !ready.isEmpty else { return }
+        pendingDeliveries.removeAll(where: matches)
+        for delivery in ready {
+            log.info("handing the continuation of \(delivery.type) to \(app), which was started for it")
+            // Addressed to the name it declared with, which its .desktop file's Name= need not be.
+            for event in delivery.events {
+                guard case var .object(fields) = event else { continue }
+                fields["deliverTo"] = .string(app)
+                _ = sink.send(.object(fields))
+            }
+            delivery.waiter.resume(returning: .success(ObjectIdentifier(connection)))
         }
     }
 
     /// Opens an http(s) URL (validated when the activity was decoded) in the
     /// user's browser: the first command of `$BROWSER` (with `%s` replaced by the
-    /// URL, else the URL appended), else `xdg-open`.
-    func openInBrowser(_ url: String) {
+    /// URL, else the URL appended), else `xdg-open`. Nil when it opened.
+    func openInBrowser(_ url: String) async -> HandoffError? {
         var words = ["xdg-open", url]
         if let browser = ProcessInfo.processInfo.environment["BROWSER"]?.split(separator: ":").first.map(String.init),
            !browser.isEmpty {
@@ -61,24 +165,62 @@ extension Daemon {
         process.executableURL = URL(fileURLWithPath: words[0].hasPrefix("/") ? words[0] : "/usr/bin/env")
         process.arguments = words[0].hasPrefix("/") ? Array(words.dropFirst()) : words
         process.standardInput = FileHandle.nullDevice
+        let exit = ProcessExit()
+        process.terminationHandler = { exit.finished($0.terminationStatus) }
+        let fix = "Set $BROWSER for handoffd to a browser command, or set the desktop's default browser ('xdg-settings set default-web-browser ...'); then accept again."
         do {
             try process.run()
-            log.info("opened the activity's web page in the browser (\(words[0]))")
         } catch {
             log.warning("cannot start the browser \(words[0]): \(error.localizedDescription)")
+            return HandoffError(.app, "Cannot start the browser (\(words[0])) to open the activity's web page: \(error.localizedDescription).", fix: fix)
+        }
+        // /usr/bin/env exits 127 when the command is missing.
+        if let status = await exit.wait(millis: Self.browserWaitMillis), status != 0 {
+            log.warning("the browser \(words[0]) exited with status \(status)")
+            return HandoffError(.app, "The browser (\(words[0])) exited with status \(status): the activity's web page was not opened.", fix: fix)
+        }
+        log.info("opened the activity's web page in the browser (\(words[0]))")
+        return nil
+    }
+}
+
+/// One process's exit, awaited with a bound: its status, or nil while it still runs.
+final class ProcessExit: @unchecked Sendable {
+    private let lock = NSLock()
+    private var status: Int32?
+    private var waiter: CheckedContinuation<Int32?, Never>?
+
+    func finished(_ code: Int32) {
+        lock.lock()
+        status = code
+        let waiting = waiter
+        waiter = nil
+        lock.unlock()
+        waiting?.resume(returning: code)
+    }
+
+    func wait(millis: Int) async -> Int32? {
+        await withCheckedContinuation { continuation in
+            lock.lock()
+            if let status {
+                lock.unlock()
+                continuation.resume(returning: status)
+                return
+            }
+            waiter = continuation
+            lock.unlock()
+            Task {
+                try? await Task.sleep(for: .milliseconds(millis))
+                self.timedOut()
+            }
         }
     }
 
-    /// An app declared types on `connection`: hand it what was kept for it.
-    func deliverPending(to connection: StreamConnection, app: String, types: Set<String>) {
-        let now = wallClockMillis()
-        let (ready, rest) = (pendingDeliveries.filter { $0.expiresMillis >= now && $0.app == app && types.contains($0.type) },
-                             pendingDeliveries.filter { !($0.expiresMillis >= now && $0.app == app && types.contains($0.type)) })
-        guard !ready.isEmpty, let sink = subscribers.values.first(where: { $0.connection === connection }) else { return }
-        pendingDeliveries = rest.filter { $0.expiresMillis >= now }
-        for delivery in ready {
-            log.info("handing the continuation of \(delivery.type) to \(app), which was started for it")
-            for event in delivery.events { _ = sink.send(event) }
-        }
+    private func timedOut() {
+        lock.lock()
+        let waiting = waiter
+        waiter = nil
+        lock.unlock()
+        waiting?.resume(returning: nil)
     }
 }

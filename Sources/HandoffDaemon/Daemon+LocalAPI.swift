@@ -64,14 +64,19 @@ extension Daemon {
         switch op {
         case "publish":
             guard let body = fields["activity"] else { throw .invalidRequest("publish needs an \"activity\" object.") }
+            try requireEnabledToOffer()
             let entry = try publish(try Activity(json: body))
+            offerInvalidated = false
             return publishResult(entry)
         case "becomeCurrent":
             guard let activity = resigned ?? published?.activity else {
                 throw HandoffError(.notFound, "There is no resigned activity to make current again.",
                                    fix: "Publish the activity instead.")
             }
-            return publishResult(try publish(activity))
+            try requireEnabledToOffer()
+            let entry = try publish(activity)
+            offerInvalidated = false
+            return publishResult(entry)
         case "resign":
             let had = published != nil
             if let current = published { resigned = current.activity }
@@ -82,13 +87,15 @@ extension Daemon {
             let had = published != nil || resigned != nil
             published = nil
             resigned = nil
+            if had { offerInvalidated = true }
             announce()
             return ["invalidated": .bool(had)]
         case "list":
             return ["peers": .array(peerList())]
         case "accept":
-            let (peer, activity, timing) = try await accept(try reference(fields))
+            let (peer, activity, timing) = try await accept(try reference(fields), requireApp: fields["requireApp"]?.boolValue ?? false)
             return ["peer": .string(peer.deviceID.description), "name": .string(peer.name), "activity": activity.json,
+                    "deliverTo": .string(deliveryTarget(for: activity.type, hasWebpage: activity.webpageURL != nil).app),
                     "handshakeMillis": .double((timing.handshakeMillis * 1000).rounded() / 1000),
                     "transferMillis": .double((timing.transferMillis * 1000).rounded() / 1000)]
         case "decline":
@@ -97,6 +104,7 @@ extension Daemon {
                 throw HandoffError(.notFound, "\(peer.name) offers nothing to decline.", fix: "Run 'handoff-peer list'.")
             }
             peers.decline(peer.key, sequence: offer.summary.sequence)
+            history.declined(peer.key, sequence: offer.summary.sequence, nowMillis: wallClockMillis())
             broadcast(["event": "declined", "peer": .string(peer.deviceID.description), "type": .string(offer.summary.activityType)])
             return ["declined": .string(peer.deviceID.description)]
         case "status":
@@ -132,7 +140,7 @@ extension Daemon {
             try setEnabled(op == "enable")
             return ["enabled": .bool(settings.enabled)]
         case "doctor":
-            return await doctor(reference: fields["peer"]?.stringValue)
+            return try await doctor(reference: fields["peer"]?.stringValue)
         case "declare":
             guard let app = fields["app"]?.stringValue, !app.isEmpty, let list = fields["types"]?.arrayValue else {
                 throw .invalidRequest("declare needs \"app\" (a name) and \"types\" (a list of activity types).")
@@ -146,7 +154,7 @@ extension Daemon {
             // Held while this connection stays open: an app that quits stops declaring.
             declarations.registered[ObjectIdentifier(connection)] = (app, types)
             log.info("app \(app) declares \(types.count) activity type(s)")
-            deliverPending(to: connection, app: app, types: types)
+            deliverPending(to: connection, app: app, desktopID: fields["desktopId"]?.stringValue, types: types)
             return ["declared": .array(types.sorted().map { .string($0) })]
         case "declarations":
             let disk = AppDeclarations.scanDisk().map { entry -> JSONValue in
@@ -205,6 +213,9 @@ extension Daemon {
                 var summary = Self.offerJSON(offer.summary)
                 if case var .object(values) = summary {
                     values["ageMillis"] = .integer(Int64(clamping: now &- offer.summary.timestampMillis))
+                    // Where accepting it would continue it: an app, "browser" or "terminal" (none here declares it).
+                    values["deliverTo"] = .string(deliveryTarget(for: offer.summary.activityType,
+                                                                 hasWebpage: peer.senderState.contains(.offerHasWebpageURL)).app)
                     summary = .object(values)
                 }
                 fields["offer"] = summary
@@ -226,10 +237,16 @@ extension Daemon {
             "name": .string(configuration.name), "transferPort": .integer(Int64(transferPort)),
             "socket": .string(configuration.socketPath), "stateDirectory": .string(configuration.stateDirectory),
             "uptimeSeconds": .integer(Int64((monotonicMillis() - startedAtMillis) / 1000)),
-            "discovery": .array(discoveryPaths.map { ["path": .string($0.name), "state": .string($0.state)] }),
+            "discovery": .array(discoveryPaths.map {
+                // Off, no beacon goes out, whatever the controller was last told.
+                let state = !settings.enabled && $0.name == DiscoveryPathName.bluetooth.rawValue && bluetooth?.currentStatus.available == true
+                    ? "scanning only on \(configuration.hci ?? ""): no beacon while Handoff is off" : $0.state
+                return ["path": .string($0.name), "state": .string(state)]
+            }),
             "peers": .integer(Int64(peers.peers.values.filter { isNear($0.key, nowMillis: wallClockMillis()) }.count)), "trustedDevices": .integer(Int64(trust.entries.count)),
-            "drops": peers.drops.json, "budgets": budgetStatus(), "current": current, "mdns": mdnsStatus(), "bluetooth": bluetoothStatus(),
-            "enabled": .bool(settings.enabled),
+            "drops": peers.drops.json, "budgets": budgetStatus(), "current": current, "mdns": mdnsStatus(), "bluetooth": bluetoothStatusOnAir(),
+            // Disabled, the current activity is kept but offered to nobody.
+            "enabled": .bool(settings.enabled), "offering": .bool(settings.enabled && published != nil),
             "transfers": ["served": .integer(Int64(servedCount)), "refused": .integer(Int64(refusedCount))],
         ]
     }
@@ -243,6 +260,22 @@ extension Daemon {
         }
         return ["discovery": inbox?.counters.json ?? .null,
                 "transferConnections": listener(transferListener), "localConnections": listener(apiListener)]
+    }
+
+    /// Handoff off: no beacon goes out, whatever the controller does.
+    private func bluetoothStatusOnAir() -> JSONValue {
+        guard case var .object(fields) = bluetoothStatus(), fields["available"] == .bool(true) else { return bluetoothStatus() }
+        fields["beacon"] = .bool(settings.enabled)
+        if !settings.enabled { fields["state"] = .string("scanning only on \(configuration.hci ?? ""): no beacon while Handoff is off") }
+        return .object(fields)
+    }
+
+    /// Disabled, nothing is offered: publishing then would be a success that offers nothing.
+    private func requireEnabledToOffer() throws(HandoffError) {
+        guard settings.enabled else {
+            throw HandoffError(.enabled, "Handoff is switched off on this host: nothing would be offered.",
+                               fix: "Run 'handoff-peer enable', then publish again.")
+        }
     }
 
     private func mdnsStatus() -> JSONValue {
@@ -261,12 +294,15 @@ extension Daemon {
     }
 
     private func untrustRequest(_ fields: [String: JSONValue]) throws(HandoffError) -> JSONValue {
-        guard let text = fields["peer"]?.stringValue else { throw .invalidRequest("untrust needs \"peer\": a device id or public key.") }
-        let wanted = DeviceKey(hex: text).map { Ed25519.deviceID(of: $0) } ?? DeviceID(parsing: text)
-        guard let entry = trust.entries.values.first(where: { Ed25519.deviceID(of: $0.key) == wanted }) else {
-            throw HandoffError(.notFound, "No trusted device has id '\(text)'.", fix: "Run 'handoff-peer devices' to see the paired devices and their ids.")
+        guard let text = fields["peer"]?.stringValue, !text.isEmpty else {
+            throw .invalidRequest("untrust needs \"peer\": a device name, device id (or a unique prefix) or public key.")
+        }
+        guard let key = try pairedKey(matching: text), let entry = trust.entries[key] else {
+            throw HandoffError(.notFound, "No paired device is called or has the id '\(text)'.",
+                               fix: "Run 'handoff-peer devices' to see the paired devices, their names and ids.")
         }
         try trust.remove(entry.key)
+        history.unpairedHere(entry.key, name: entry.name, nowMillis: wallClockMillis())
         emit(peers.remove(entry.key))
         trustChanged()
         log.info("no longer trusting \(Ed25519.deviceID(of: entry.key))")

@@ -188,22 +188,9 @@ extension Daemon {
     /// anything is fetched; once willContinue is sent, exactly one of continued
     /// or failed follows, whatever happens. A second accept of the same offer
     /// while the first runs shares its outcome instead of fetching again.
-    func accept(_ reference: String) async throws(HandoffError) -> (peer: Peer, activity: Activity, timing: FetchTiming) {
-        let now = wallClockMillis()
-        let peer = try resolveForAccept(reference, nowMillis: now)
-        try checkConditions(before: peer, nowMillis: now)
-        guard let offer = peer.visibleOffer(nowMillis: now) else {
-            throw HandoffError(.notFound, "\(peer.name) (\(peer.deviceID)) offers nothing to continue right now.",
-                               fix: "Make an activity current on \(peer.name), e.g. 'handoff-peer publish', then run 'handoff-peer list'.")
-        }
+    func accept(_ reference: String, requireApp: Bool = false) async throws(HandoffError) -> (peer: Peer, activity: Activity, timing: FetchTiming) {
+        let (peer, offer, target) = try await prepareAccept(reference, requireApp: requireApp)
         let type = offer.summary.activityType
-        // No app for the type, but a web page: the browser continues it, as Safari does.
-        let browserFallback: (app: String, running: Bool, exec: String?)? =
-            peer.senderState.contains(.offerHasWebpageURL) ? ("browser", true, nil) : nil
-        guard let target = declarations.deliveryTarget(for: type) ?? browserFallback else {
-            throw HandoffError(.app, "No app on this host declares the activity type \(type).",
-                               fix: "Install or start an app that continues \(type): it lists the type in X-Handoff-ActivityTypes in its .desktop file, or registers it over the local API (Docs/APPS.md).")
-        }
         let key = InflightKey(peer: peer.key, sequence: offer.summary.sequence)
         if inflightAccepts[key] != nil {
             let shared: AcceptOutcome = await withCheckedContinuation { inflightAccepts[key]?.append($0) }
@@ -216,32 +203,14 @@ extension Daemon {
         let willContinue: JSONValue = ["event": "willContinue", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
                                        "type": .string(type), "deliverTo": .string(target.app)]
         broadcast(willContinue.objectValue!)
-        log.info("accepting type \(type) from \(peer.deviceID) for \(target.running ? "running" : "installed") app \(target.app)")
+        log.info("accepting type \(type) from \(peer.deviceID) for \(target.app)")
         let (identity, timeout) = (identity, configuration.transferTimeoutMillis)
         let (hosts, port, name) = (peer.hosts, peer.transferPort, peer.name)
         let (fetched, timing) = await onThread(name: "fetch") {
             Daemon.fetch(offer: offer, hosts: hosts, port: port, peerName: name, identity: identity, timeoutMillis: timeout)
         }
-        let outcome: AcceptOutcome = fetched.map { (peer, $0, timing) }
-        // Gone when the daemon is stopping and has already reported this accept as failed.
-        if activeAccepts.removeValue(forKey: acceptID) != nil {
-            switch outcome {
-            case let .success(result):
-                log.info("continued type \(type) from \(peer.deviceID): handshake \(Int(timing.handshakeMillis)) ms, transfer \(Int(timing.transferMillis)) ms")
-                let continued: JSONValue = ["event": "continued", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
-                                            "activity": result.activity.json, "deliverTo": .string(target.app)]
-                broadcast(continued.objectValue!)
-                if target.app == "browser", let url = result.activity.webpageURL {
-                    openInBrowser(url)
-                } else if !target.running, let exec = target.exec {
-                    launch(app: target.app, exec: exec, type: type, events: [willContinue, continued])
-                }
-            case let .failure(error):
-                log.info("accept of type \(type) from \(peer.deviceID) failed: \(error.code.rawValue)")
-                broadcast(["event": "failed", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
-                           "type": .string(type), "error": error.json, "deliverTo": .string(target.app)])
-            }
-        }
+        let outcome = await finishAccept(fetched.map { (peer, $0, timing) }, acceptID: acceptID, peer: peer, type: type,
+                                         target: target, willContinue: willContinue)
         for waiter in inflightAccepts.removeValue(forKey: key) ?? [] { waiter.resume(returning: outcome) }
         return try outcome.get()
     }

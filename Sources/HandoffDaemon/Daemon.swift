@@ -58,6 +58,10 @@ public actor Daemon {
     var activeAccepts: [Int64: (peer: DeviceID, type: String)] = [:]
     /// Continuations for apps the daemon started, kept until they declare their types.
     var pendingDeliveries: [PendingDelivery] = []
+    /// What each paired device last said, kept after it leaves (Daemon+Conditions).
+    var history = PeerHistory()
+    /// The last offer ended by `invalidate` (said in announcements, so peers can tell it from a resign).
+    var offerInvalidated = false
     var transferListener: StreamListener?
     var apiListener: StreamListener?
     var transferPort: UInt16 = 0
@@ -282,6 +286,9 @@ public actor Daemon {
         var state: Announcement.SenderState = []
         if !settings.enabled { state.insert(.disabled) }
         if settings.enabled, published?.activity.webpageURL != nil { state.insert(.offerHasWebpageURL) }
+        if settings.enabled, published == nil {
+            if resigned != nil { state.insert(.offerResigned) } else if offerInvalidated { state.insert(.offerInvalidated) }
+        }
         if let bluetooth {
             state.insert(.bluetoothConfigured)
             if bluetooth.currentStatus.available { state.insert(.bluetoothWorking) }

@@ -96,7 +96,10 @@ public final class HandoffApp: Sendable {
         tracker = Mutex(ContinuationTracker(app: name, types: types))
         // Subscribe first: a daemon that launched us replays the continuation once we declare.
         try events.subscribe()
-        _ = try events.request("declare", ["app": .string(name), "types": .array(types.sorted().map { .string($0) })])
+        var declaration: [String: JSONValue] = ["app": .string(name), "types": .array(types.sorted().map { .string($0) })]
+        // Started by handoffd for a continuation: the .desktop file it started us from, so it is matched by file id.
+        if let desktopID = ProcessInfo.processInfo.environment["HANDOFF_DESKTOP_ID"] { declaration["desktopId"] = .string(desktopID) }
+        _ = try events.request("declare", declaration)
     }
 
     /// Delivers events to `handler` on a background thread until the daemon goes away.

@@ -1,3 +1,4 @@
+import Glibc
 import HandoffCore
 
 /// Every command's declaration: parsing and help both come from here.
@@ -5,14 +6,20 @@ enum Commands {
     static let json = CommandSpec.Option("json", help: "Print JSON (for scripts).")
 
     static let all: [CommandSpec] = [
-        CommandSpec(name: "list", abstract: "List peers in range and the activity each offers.", options: [json]),
-        CommandSpec(name: "accept", abstract: "Continue a peer's activity here: fetch it, verify it and print it.",
+        CommandSpec(name: "list", abstract: "List peers in range, the activity each offers, and where accepting it continues it.", options: [json],
+                    discussion: "CONTINUES IN is the app that would continue the offer, 'browser' for a web page no app here declares, or '- (printed)' when no app here can continue it ('accept' prints it)."),
+        CommandSpec(name: "accept", abstract: "Continue a peer's activity here: in the app that declares its type, else its web page, else printed here.",
                     arguments: [.init("PEER", help: "Device id (or a unique prefix of 4+ characters) or device name, from 'list'.")],
-                    options: [json],
-                    discussion: "Exits 0 when the activity was continued, 1 when it failed (the reason and its fix are printed)."),
+                    options: [.init("app", help: "Continue it only in an app: fail with 'app' (fetching nothing) if no app here declares its type."), json],
+                    discussion: """
+                    The activity goes to the app here that declares its type (started if it is not running); with no such
+                    app, its web page opens in the browser; with neither, this terminal is the app: the activity is printed
+                    (as always, and with --json) and one line on stderr says that no app here declares the type.
+                    Exits 0 when the activity was continued, 1 when it failed (the reason and its fix are printed).
+                    """),
         CommandSpec(name: "decline", abstract: "Hide a peer's current offer until it offers something newer.",
                     arguments: [.init("PEER", help: "Device id, unique prefix or name.")]),
-        CommandSpec(name: "publish", abstract: "Offer an activity to trusted peers (it becomes this host's current activity).",
+        CommandSpec(name: "publish", abstract: "Offer an activity to trusted peers (it becomes this host's current activity). Refused with 'enabled' while Handoff is off.",
                     options: [
                         .init("type", value: "TYPE", help: "Reverse-DNS activity type, e.g. org.example.reader.document (required)."),
                         .init("title", value: "TEXT", help: "Title peers show (up to 256 bytes)."),
@@ -43,24 +50,28 @@ enum Commands {
                     """),
         CommandSpec(name: "devices", abstract: "List paired devices.", options: [json]),
         CommandSpec(name: "untrust", abstract: "Unpair a device, at once: it can no longer see or fetch this host's activities.",
-                    arguments: [.init("DEVICE", help: "Device id or public key.")]),
+                    arguments: [.init("PEER", help: "Device name, device id (or a unique prefix of 4+ characters) or public key, from 'devices'.")]),
         CommandSpec(name: "id", abstract: "Print this device's id (for people to compare) and public key.",
                     options: [.init("key", help: "Print only the public key."), json]),
         CommandSpec(name: "doctor", abstract: "Check the six conditions (trust, bluetooth, network, enabled, proximity, app) here and, given a peer, with it.",
                     arguments: [.init("PEER", optional: true, help: "A paired device (name or device id) to check the conditions with.")],
                     options: [json],
-                    discussion: "Exits 0 when no condition fails (warnings allowed), 1 otherwise. Docs/CONDITIONS.md explains each condition."),
+                    discussion: """
+                    Names at most one cause (the verdict): the condition it belongs to fails (or warns), the others pass.
+                    Exits 0 when no condition fails (warnings allowed), 1 otherwise. Docs/CONDITIONS.md explains each cause.
+                    """),
         CommandSpec(name: "enable", abstract: "Switch Handoff on (it stays on across restarts)."),
         CommandSpec(name: "disable", abstract: "Switch Handoff off: this host offers and accepts nothing, and its peers are told why."),
         CommandSpec(name: "apps", abstract: "List the apps that continue activities here and the types each declares.", options: [json]),
         CommandSpec(name: "watch", abstract: "Stream events: peers appearing and leaving, offers, willContinue, continued, failed.",
-                    options: [json]),
+                    options: [json],
+                    discussion: "Runs until interrupted; when handoffd stops it says so on stderr and exits 69."),
     ]
 
     static let global = CommandSpec(
         name: "handoff-peer",
         abstract: "handoff-peer: continue on this Linux host what you were doing on another one.",
-        options: [.init("socket", value: "PATH", help: "handoffd's local API socket (default $HANDOFF_SOCKET, then $XDG_RUNTIME_DIR/handoff/handoffd.sock).")])
+        options: [.init("socket", value: "PATH", help: "handoffd's local API socket (default $HANDOFF_SOCKET, then $XDG_RUNTIME_DIR/handoff/handoffd.sock, then /run/handoff/handoffd.sock for root, else /tmp/handoff-UID/handoffd.sock).")])
 
     static var overview: String {
         var text = "\(global.abstract)\n\nUsage: handoff-peer [--socket PATH] COMMAND [options]\n\nCommands:\n"
@@ -75,5 +86,56 @@ enum Commands {
 
         """
         return text
+    }
+}
+
+extension Commands {
+    /// Option values checked before anything is sent: a value out of range is misuse (exit 64), as an unknown option is.
+    static func validate(_ command: String, _ arguments: ParsedArguments) throws(UsageError) {
+        switch command {
+        case "publish":
+            guard arguments.value("type") != nil else { throw .missingValue(option: "--type", valueName: "TYPE") }
+            if let text = arguments.value("expires") {
+                guard let seconds = Double(text), seconds > 0, seconds.isFinite, seconds <= 10 * 365 * 86400 else {
+                    throw .invalidValue(option: "--expires", reason: "'\(text)' is not a positive number of seconds (at most ten years), e.g. --expires 600.")
+                }
+            }
+        case "pair":
+            if let text = arguments.value("timeout") {
+                guard let seconds = Int(text), (1...3600).contains(seconds) else {
+                    throw .invalidValue(option: "--timeout", reason: "'\(text)' is not a number of seconds from 1 to 3600.")
+                }
+            }
+            if let text = arguments.value("address"), !isNumericAddress(text) {
+                throw .invalidValue(option: "--address", reason: "'\(text)' is not an address: give HOST or HOST:PORT with a numeric host, e.g. 169.254.10.2, 169.254.10.2:47181 or [fe80::1%eth0]:47181.")
+            }
+        default:
+            break
+        }
+    }
+
+    /// IPv4 or IPv6 (with an optional %zone), optionally with a port 1-65535: "[v6]:port", "v4:port"; a bare v6 has no port.
+    static func isNumericAddress(_ text: String) -> Bool {
+        var host = Substring(text)
+        var port: Substring?
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return false }
+            host = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":") else { return false }
+                port = rest.dropFirst()
+            }
+            guard host.contains(":") else { return false }
+        } else if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") {
+            host = text[..<colon]
+            port = text[text.index(after: colon)...]
+        }
+        if let port {
+            guard !port.isEmpty, port.allSatisfy({ $0.isASCII && $0.isNumber }), let number = UInt16(port), number > 0 else { return false }
+        }
+        let address = String(host.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+        var buffer = [UInt8](repeating: 0, count: 16)
+        return inet_pton(AF_INET, address, &buffer) == 1 || inet_pton(AF_INET6, address, &buffer) == 1
     }
 }

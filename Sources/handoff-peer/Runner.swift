@@ -34,7 +34,7 @@ struct Runner {
             let result = try client.request("untrust", ["peer": .string(arguments.positionals[0])])
             print("No longer trusted: \(result["untrusted"]?.stringValue ?? "?").")
         case "id": try identity()
-        case "watch": try watch()
+        case "watch": return try watch()
         case "doctor": return try doctor()
         case "enable", "disable":
             _ = try client.request(command)
@@ -57,7 +57,7 @@ struct Runner {
             print("No peers in range. Peers appear here when they run handoffd on this network and trust each other.")
             return
         }
-        var rows = [["PEER", "NAME", "TYPE", "TITLE", "AGE"]]
+        var rows = [["PEER", "NAME", "TYPE", "TITLE", "AGE", "CONTINUES IN"]]
         for peer in peers {
             let offer = peer["offer"] ?? .null
             rows.append([
@@ -65,16 +65,25 @@ struct Runner {
                 offer == .null ? "-" : safe(offer["type"]?.stringValue ?? ""),
                 offer == .null ? "(nothing offered)" : safe(offer["title"]?.stringValue ?? ""),
                 offer == .null ? "-" : age(millis: offer["ageMillis"]?.integerValue ?? 0),
+                offer == .null ? "-" : continuesIn(offer["deliverTo"]?.stringValue),
             ])
         }
         printTable(rows)
+    }
+
+    /// Where accepting an offer continues it, for `list`.
+    private func continuesIn(_ target: String?) -> String {
+        switch target {
+        case nil, "terminal": "- (printed)"
+        case let app?: safe(app)
+        }
     }
 
     private func accept() throws(HandoffError) -> Int32 {
         let reference = arguments.positionals[0]
         let result: JSONValue
         do {
-            result = try client.request("accept", ["peer": .string(reference)])
+            result = try client.request("accept", ["peer": .string(reference), "requireApp": .bool(arguments.flag("app"))])
         } catch where error.code != .daemonUnavailable {
             if wantsJSON {
                 print(JSONValue.object(["continued": false, "error": error.json]).prettyPrinted())
@@ -83,6 +92,10 @@ struct Runner {
             return ExitCode.failure
         }
         let activity = result["activity"] ?? .null
+        // The terminal is the app of last resort: say so once, on stderr, so stdout keeps its format.
+        if result["deliverTo"]?.stringValue == "terminal" {
+            printError("No app here declares \(activity["type"]?.stringValue ?? "its type"): printed here (use --app to require one).")
+        }
         if wantsJSON {
             print(activity.prettyPrinted())
             return 0
@@ -97,9 +110,7 @@ struct Runner {
     }
 
     private func publish() throws(HandoffError) {
-        guard let type = arguments.value("type") else {
-            throw HandoffError(.invalidActivity, "publish needs --type.", fix: "Add --type org.example.app.activity.")
-        }
+        let type = arguments.value("type") ?? ""
         var fields: [String: JSONValue] = ["type": .string(type), "title": .string(arguments.value("title") ?? "")]
         if let text = arguments.value("user-info") {
             fields["userInfo"] = try parseUserInfo(text, source: "--user-info")
@@ -111,10 +122,7 @@ struct Runner {
         }
         if let url = arguments.value("url") { fields["webpageURL"] = .string(url) }
         if let id = arguments.value("content-id") { fields["targetContentIdentifier"] = .string(id) }
-        if let text = arguments.value("expires") {
-            guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
-                throw HandoffError(.invalidActivity, "--expires must be a positive number of seconds, not '\(text)'.", fix: "For example --expires 600.")
-            }
+        if let seconds = arguments.value("expires").flatMap(Double.init) {
             fields["expiresAtMillis"] = .integer(Int64(Date().timeIntervalSince1970 * 1000 + seconds * 1000))
         }
         let activity = try Activity(json: .object(fields))
@@ -130,6 +138,11 @@ struct Runner {
     }
 
     private func parseUserInfo(_ text: String, source: String) throws(HandoffError) -> JSONValue {
+        // JSON has no infinity; a number too large for a double would otherwise fail the whole text without saying where.
+        if let path = JSONNumbers.firstNonFinite(in: text, root: "userInfo") {
+            throw HandoffError(.invalidActivity, "\(path) in \(source) is a number too large for a double (it would be infinite).",
+                               fix: "Use a finite number (at most about 1.8e308), or a string.")
+        }
         do {
             return try JSONValue.parse(text)
         } catch {
@@ -151,8 +164,10 @@ struct Runner {
         }
         print("Bluetooth:  \(safe(status["bluetooth"]?["state"]?.stringValue ?? "?"))")
         print("Paired:     \(status["trustedDevices"]?.integerValue ?? 0) device(s); \(status["peers"]?.integerValue ?? 0) in range")
-        if let current = status["current"], current != .null {
+        if let current = status["current"], current != .null, status["offering"] == .bool(true) {
             print("Offering:   \(current["type"]?.stringValue ?? "") (sequence \(current["sequence"]?.integerValue ?? 0))")
+        } else if let current = status["current"], current != .null {
+            print("Offering:   nothing: Handoff is off (\(current["type"]?.stringValue ?? "") is kept and offered again once enabled)")
         } else {
             print("Offering:   nothing")
         }
@@ -178,13 +193,8 @@ struct Runner {
             }
             return 0
         }
-        var timeout: Int64 = 120
-        if let text = arguments.value("timeout") {
-            guard let seconds = Int64(text), (1...3600).contains(seconds) else {
-                throw HandoffError(.invalidRequest, "--timeout must be 1 to 3600 seconds.", fix: "For example --timeout 60.")
-            }
-            timeout = seconds
-        }
+        // Range checked by Commands.validate.
+        let timeout = arguments.value("timeout").flatMap { Int64($0) } ?? 120
         let offer: JSONValue
         if let peer = arguments.positionals.first ?? arguments.value("address").map({ _ in "" }) {
             var parameters: [String: JSONValue] = [:]
@@ -254,6 +264,15 @@ struct Runner {
                 fixes.append("  \(code): \(fix)")
             }
         }
+        if let verdict = report["verdict"], verdict != .null {
+            let code = verdict["code"]?.stringValue ?? "?"
+            let condition = ConditionDecision.transportCodes.map(\.rawValue).contains(code)
+            if !condition {
+                // Not a transport condition (an offer declined or withdrawn): all six hold, and this is why nothing continues.
+                print("\nBut (\(code)): \(safe(verdict["message"]?.stringValue ?? ""))")
+                fixes.append("  \(code): \(verdict["fix"]?.stringValue ?? "")")
+            }
+        }
         if !fixes.isEmpty { print("\nFix:\n" + fixes.joined(separator: "\n")) }
         return ok ? 0 : ExitCode.failure
     }
@@ -310,9 +329,20 @@ struct Runner {
         }
     }
 
-    private func watch() throws(HandoffError) {
+    /// Ends only when handoffd goes away, which it says, exiting 69 like any command that cannot reach handoffd.
+    private func watch() throws(HandoffError) -> Int32 {
         try client.subscribe()
-        while let event = try client.nextEvent() {
+        while true {
+            let next: JSONValue?
+            do {
+                next = try client.nextEvent()
+            } catch {
+                next = nil
+            }
+            guard let event = next else {
+                printError("handoffd went away (it stopped, or its socket closed): no more events.\nFix: Start handoffd again ('systemctl --user start handoffd'), then run 'handoff-peer watch' again.")
+                return ExitCode.unavailable
+            }
             if wantsJSON {
                 print(event.encodedLine())
             } else {

@@ -74,6 +74,11 @@ if arguments.wantsHelp {
     print(command.help, terminator: "")
     exit(ExitCode.success)
 }
+do {
+    try Commands.validate(command.name, arguments)
+} catch {
+    usageFailure(error, command: command)
+}
 
 do throws(HandoffError) {
     let runner = try Runner(socketPath: socketPath, arguments: arguments)

@@ -93,8 +93,9 @@ if let text = arguments.value("company-id") {
 if let list = arguments.value("discovery") {
     var paths: Set<DiscoveryPathName> = []
     for name in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
-        guard let path = DiscoveryPathName(rawValue: name), path != .unicast else {
-            fail(UsageError.invalidValue(option: "--discovery", reason: "'\(name)' is not multicast or mdns.").description, usage: true)
+        // Only the documented values: unicast rides on mdns, and Bluetooth is chosen with --hci.
+        guard let path = DiscoveryPathName(rawValue: name), [.multicast, .mdns].contains(path) else {
+            fail(UsageError.invalidValue(option: "--discovery", reason: "'\(name)' is not multicast or mdns (Bluetooth is chosen with --hci).").description, usage: true)
         }
         paths.insert(path)
     }

@@ -86,8 +86,12 @@ class Apps(unittest.TestCase):
         self.reader("laptop-a", "ch3.txt:120", "--scroll-to", "250", "--after", "1")
         # The reader scrolls after a second and only sets needsSave: willSave refills
         # the line, and the republished activity is what b fetches from then on.
+        def fetched_line():
+            # An accept that races the republish is refused as not-current: poll on.
+            result = peer("laptop-b", "accept", "laptop-a", "--json", check=False)
+            return json.loads(result.stdout)["userInfo"]["line"] if result.returncode == 0 else None
         wait_until("b to fetch line 120, then line 250", lambda: (o := offer_of("laptop-b", "laptop-a")) and o["type"] == READER_TYPE
-                   and peer_json("laptop-b", "accept", "laptop-a")["userInfo"]["line"] == 250, timeout=8, interval=0.3)
+                   and fetched_line() == 250, timeout=8, interval=0.3)
 
     def test_3_resign_and_invalidate_withdraw_the_offer(self):
         for action in ("resign", "invalidate"):
@@ -104,17 +108,43 @@ class Apps(unittest.TestCase):
     def test_5_a_declared_app_that_is_not_running_is_started(self):
         launched = os.path.join(LAB_DIR, "laptop-b", "launched.log")
         desktop = os.path.join(LAB_DIR, "laptop-b", "share", "applications", "handoff-reader.desktop")
+        # Its display name differs from the name the app declares with: matched by the file's id, not Name=.
         with open(desktop, "w") as f:
-            f.write("[Desktop Entry]\nType=Application\nName=Handoff Reader\n"
+            f.write("[Desktop Entry]\nType=Application\nName=Reader (started from its desktop file)\n"
                     f"Exec={BIN}/handoff-reader --log {launched} --exit-after 1\n"
                     f"X-Handoff-ActivityTypes={READER_TYPE};\n")
         try:
             self.reader("laptop-a", "ch9.txt:42")
             wait_until("the offer", lambda: (o := offer_of("laptop-b", "laptop-a")) and o["type"] == READER_TYPE)
+            # accept returns once the started app took the continuation.
             peer("laptop-b", "accept", "laptop-a")
             lines = wait_until("the started reader to continue", lambda: [l for l in read(launched) if l.startswith("continue ")], timeout=15)
             self.assertEqual(lines, ["continue document:ch9.txt at line 42 in new window w1 of reader (step 3)"])
             self.assertEqual(sum(l.startswith("willContinue") for l in read(launched)), 1)
+        finally:
+            os.remove(desktop)
+
+    def test_5b_a_started_app_that_never_takes_it_fails_the_accept(self):
+        desktop = os.path.join(LAB_DIR, "laptop-b", "share", "applications", "broken-reader.desktop")
+        with open(desktop, "w") as f:
+            f.write(f"[Desktop Entry]\nType=Application\nName=Broken Reader\nExec=false\nX-Handoff-ActivityTypes={READER_TYPE};\n")
+        try:
+            self.reader("laptop-a", "ch9.txt:42")
+            wait_until("the offer", lambda: (o := offer_of("laptop-b", "laptop-a")) and o["type"] == READER_TYPE)
+            result = peer("laptop-b", "accept", "laptop-a", "--json", check=False)
+            self.assertEqual(result.returncode, 1)
+            error = json.loads(result.stdout)["error"]
+            self.assertEqual(error["code"], "app")
+            self.assertIn("Broken Reader was started to continue", error["message"])
+            self.assertIn("exited with status 1", error["message"])
+            # One that exits cleanly without ever declaring the type: failed once the bound (15 s) passes.
+            with open(desktop, "w") as f:
+                f.write(f"[Desktop Entry]\nType=Application\nName=Broken Reader\nExec=true\nX-Handoff-ActivityTypes={READER_TYPE};\n")
+            started = time.monotonic()
+            result = peer("laptop-b", "accept", "laptop-a", "--json", check=False)
+            self.assertEqual(result.returncode, 1)
+            self.assertIn("did not take it within 15 s", json.loads(result.stdout)["error"]["message"])
+            self.assertGreaterEqual(time.monotonic() - started, 14)
         finally:
             os.remove(desktop)
 
@@ -143,10 +173,27 @@ class Apps(unittest.TestCase):
         peer("laptop-b", "accept", "laptop-a")
         self.assertEqual(wait_until("the browser to be started", lambda: read(self.browser_log)),
                          ["https://example.org/articles/atomics"])
-        # Without a web page, an undeclared type still fails with app.
+        # Without a web page, an undeclared type is printed by accept, and refused with app under --app.
         peer("laptop-a", "publish", "--type", "org.example.nobody-has-this", "--title", "No page")
         wait_until("the new offer", lambda: (o := offer_of("laptop-b", "laptop-a")) and o["title"] == "No page")
-        self.assertEqual(json.loads(peer("laptop-b", "accept", "laptop-a", "--json", check=False).stdout)["error"]["code"], "app")
+        self.assertEqual(json.loads(peer("laptop-b", "accept", "laptop-a", "--app", "--json", check=False).stdout)["error"]["code"], "app")
+        self.assertEqual(peer_json("laptop-b", "accept", "laptop-a")["title"], "No page")
+
+    def test_8_a_browser_that_fails_fails_the_accept(self):
+        lab("stop", "laptop-b")
+        lab("start", "laptop-b", *ARGS, "--browser", "/bin/false")
+        try:
+            peer("laptop-a", "publish", "--type", "org.example.nobody-has-this", "--title", "A web page",
+                 "--url", "https://example.org/articles/atomics")
+            wait_until("the offer", lambda: (o := offer_of("laptop-b", "laptop-a")) and o["title"] == "A web page", timeout=15)
+            result = peer("laptop-b", "accept", "laptop-a", "--json", check=False)
+            self.assertEqual(result.returncode, 1)
+            error = json.loads(result.stdout)["error"]
+            self.assertEqual(error["code"], "app")
+            self.assertIn("exited with status 1", error["message"])
+        finally:
+            lab("stop", "laptop-b")
+            lab("start", "laptop-b", *ARGS, "--browser", self.browser)
 
 
 if __name__ == "__main__":
