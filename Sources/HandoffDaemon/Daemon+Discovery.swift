@@ -94,6 +94,11 @@ extension Daemon {
     func refreshHints(nowMillis: UInt64, force: Bool = false) {
         let epoch = ServiceRecord.epoch(wallClockMillis: nowMillis)
         guard force || epoch != hintEpoch else { return }
+        if hintEpoch == nil {
+            for entry in trust.entries.values where entry.needsRepairing {
+                log.warning("\(entry.name) (\(Ed25519.deviceID(of: entry.key))) was paired by a handoff version before 3: pair it again")
+            }
+        }
         hintEpoch = epoch
         do {
             if try trust.advanceSealChains(to: epoch &- 1) { log.debug("seal keys moved to period \(epoch)") }
