@@ -109,9 +109,12 @@ extension Daemon {
         var table: [[UInt8]: (key: DeviceKey, periodKey: [UInt8])] = [:]
         for entry in trust.entries.values {
             guard let chain = entry.material?.sealChain else { continue }
+            // Every minute of the three periods: 45 hints per paired device, built once a period.
             for candidate in [epoch &- 1, epoch, epoch &+ 1] {
                 guard let periodKey = chain.key(at: candidate) else { continue }
-                table[AnnouncementSeal.hint(periodKey: periodKey, sender: entry.key)] = (entry.key, periodKey)
+                for minute in AnnouncementSeal.minutes(of: candidate) {
+                    table[AnnouncementSeal.hint(periodKey: periodKey, sender: entry.key, minute: minute)] = (entry.key, periodKey)
+                }
             }
         }
         hintTable = table

@@ -200,7 +200,8 @@ public actor Daemon {
             for entry in trust.entries.values where kind == .goodbye || !settings.enabled || isNear(entry.key, nowMillis: now) {
                 guard let periodKey = entry.material?.sealChain.key(at: epoch) else { continue }
                 outgoing.append(OutgoingAnnouncement(
-                    recipient: entry.key, bytes: AnnouncementSeal.seal(inner, periodKey: periodKey, sender: identity.publicKey)))
+                    recipient: entry.key, bytes: AnnouncementSeal.seal(inner, periodKey: periodKey, sender: identity.publicKey,
+                                                                       minute: now / 60_000)))
             }
             if kind == .present, isPairingOpen() {
                 var beacon = announcement

@@ -3,11 +3,12 @@ import HandoffCrypto
 import Testing
 
 /// The sealed announcement of Docs/PROTOCOL.md: A's goodbye announcement (the v1
-/// vector) sealed to B for epoch 1888888 with the nonce 00 01 … 17, under the
+/// vector) sealed to B in minute 28333333 (epoch 1888888) with the nonce 00 01 … 17, under the
 /// period key of the seal chain seeded from the handshake vector's exporter key
 /// at epoch 1888887. Computed independently with Python.
 enum SealVector {
     static let epoch: UInt64 = 1_888_888
+    static let minute: UInt64 = 28_333_333
     static let chainSeed = hex("21eb478ba311a8f99ae2ea33a855e738dec58dc3cba26c0d83433cd25459fecc")
     static let periodKey = hex("2f01f380358a54d50d8dc4cab55bfb39675bb849e63ff63bff80719f26c1a821")
     static let nextPeriodKey = hex("f7cf7fe20b921a2f4a08eaf56fb74cd74cfd37d00331f20cf296da80aa7e9787")
@@ -24,19 +25,20 @@ enum SealVector {
         14f0a19d01943fc3ae2d024657711a8ce2146c26d7348ba3fc7310831453ef55
         0a9ead2083d544ab4235a1b5462c06a7f9850c8cd63eba7c156e3e23e5062007
         """)
-    static let hint = hex("f30b86d087011411")
-    /// The hint of the next period, and of B sending to A in this one.
-    static let hintNext = hex("92cdfc7439e823c8")
-    static let hintFromB = hex("6a77b1094bd069ae")
+    static let hint = hex("39de901237ccf489")
+    /// The hint of the next minute, of the first minute of the next period, and of B sending to A.
+    static let hintNextMinute = hex("8c274fb88b121921")
+    static let hintNextPeriod = hex("7485ed9a431a424b")
+    static let hintFromB = hex("052e4d147e17e352")
     static let sealed = hex("""
         484e4446 02 01
-        f30b86d087011411
+        39de901237ccf489
         000102030405060708090a0b0c0d0e0f1011121314151617
         ec9dafacf53840d3b9988b58b66fe622eea9f66de45177c826f55b56898fabda
         3003bcbd94983a6121079de93c7fc164436819506a10904e9155ba9c0200f855
         ab752961588e7de76c976271cbb39bed55796332eec3a354df1e3b463eadddf6
         365f709e9503be18e0bacb5f9fea36ec4942b676ee385243955a6b909d8169e5
-        84bff3ead80b0876dda3b6aa45daec5ce45231
+        84bff382b0e9ae0618a5b6a6956584f7d3fafd
         """)
 }
 
@@ -51,7 +53,9 @@ private func recipientFinds(_ datagram: [UInt8], atEpoch epoch: UInt64, senders:
     for (sender, chain) in senders {
         for candidate in [epoch &- 1, epoch, epoch &+ 1] {
             guard let periodKey = chain.key(at: candidate) else { continue }
-            table[AnnouncementSeal.hint(periodKey: periodKey, sender: sender)] = (sender, periodKey)
+            for minute in AnnouncementSeal.minutes(of: candidate) {
+                table[AnnouncementSeal.hint(periodKey: periodKey, sender: sender, minute: minute)] = (sender, periodKey)
+            }
         }
     }
     guard let (sender, periodKey) = table[sealed.hint],
@@ -100,18 +104,24 @@ private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
 
 @Suite struct AnnouncementSealTests {
     @Test func staticVector() throws {
-        #expect(AnnouncementSeal.hint(periodKey: SealVector.periodKey, sender: keyA) == SealVector.hint)
-        let sealed = AnnouncementSeal.seal(SealVector.goodbye, periodKey: SealVector.periodKey, sender: keyA, nonce: SealVector.nonce)
+        #expect(AnnouncementSeal.hint(periodKey: SealVector.periodKey, sender: keyA, minute: SealVector.minute) == SealVector.hint)
+        let sealed = AnnouncementSeal.seal(SealVector.goodbye, periodKey: SealVector.periodKey, sender: keyA, minute: SealVector.minute,
+                                           nonce: SealVector.nonce)
         #expect(sealed == SealVector.sealed)
         #expect(sealed.count == SealedAnnouncement.headerBytes + SealVector.goodbye.count + SealedAnnouncement.tagBytes)
         let opened = AnnouncementSeal.open(try SealedAnnouncement(decoding: SealVector.sealed), periodKey: SealVector.periodKey, sender: keyA)
         #expect(opened == SealVector.goodbye)
     }
 
-    @Test func hintsRotateAndDifferPerDirection() {
-        #expect(AnnouncementSeal.hint(periodKey: SealVector.nextPeriodKey, sender: keyA) == SealVector.hintNext)
-        #expect(AnnouncementSeal.hint(periodKey: SealVector.periodKey, sender: keyB) == SealVector.hintFromB)
-        #expect(AnnouncementSeal.hint(periodKey: SealVector.periodKey, sender: keyA).count == SealedAnnouncement.hintBytes)
+    /// A hint lasts one minute, not a whole period.
+    @Test func hintsRotateEveryMinuteAndDifferPerDirection() {
+        #expect(AnnouncementSeal.hint(periodKey: SealVector.periodKey, sender: keyA, minute: SealVector.minute + 1) == SealVector.hintNextMinute)
+        #expect(AnnouncementSeal.hint(periodKey: SealVector.nextPeriodKey, sender: keyA, minute: (SealVector.epoch + 1) * 15) == SealVector.hintNextPeriod)
+        #expect(AnnouncementSeal.hint(periodKey: SealVector.periodKey, sender: keyB, minute: SealVector.minute) == SealVector.hintFromB)
+        #expect(AnnouncementSeal.hint(periodKey: SealVector.periodKey, sender: keyA, minute: 0).count == SealedAnnouncement.hintBytes)
+        #expect(AnnouncementSeal.minutes(of: SealVector.epoch) == 28_333_320...28_333_334)
+        #expect(AnnouncementSeal.minutes(of: SealVector.epoch).contains(SealVector.minute))
+        #expect(AnnouncementSeal.minutes(of: .max) == 0...0)
         // The hint is not a prefix of the seal key, nor of the period key: separate derivations.
         #expect(!SealVector.periodKey.starts(with: SealVector.hint))
     }
@@ -129,14 +139,14 @@ private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         let periodKey = try #require(chain(7, at: 40).key(at: 42))
         for length in [0, 1, 130, 798] {
             let inner = [UInt8](repeating: UInt8(length & 0xFF), count: length)
-            let datagram = AnnouncementSeal.seal(inner, periodKey: periodKey, sender: a.publicKey)
+            let datagram = AnnouncementSeal.seal(inner, periodKey: periodKey, sender: a.publicKey, minute: 1)
             let sealed = try SealedAnnouncement(decoding: datagram)
             #expect(sealed.encoded == datagram)
             #expect(AnnouncementSeal.open(sealed, periodKey: periodKey, sender: a.publicKey) == inner)
         }
         // A fresh random nonce every time.
-        let first = AnnouncementSeal.seal([1, 2, 3], periodKey: periodKey, sender: a.publicKey)
-        let second = AnnouncementSeal.seal([1, 2, 3], periodKey: periodKey, sender: a.publicKey)
+        let first = AnnouncementSeal.seal([1, 2, 3], periodKey: periodKey, sender: a.publicKey, minute: 1)
+        let second = AnnouncementSeal.seal([1, 2, 3], periodKey: periodKey, sender: a.publicKey, minute: 1)
         #expect(first != second)
         #expect(first.prefix(14) == second.prefix(14))
     }
@@ -153,7 +163,7 @@ private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
                                         transferPort: .max, ttlSeconds: .max, name: String(repeating: "n", count: Summary.nameBytes),
                                         summary: try summary.signed(by: a))
         let inner = try announcement.signedDatagram(by: a)
-        let datagram = AnnouncementSeal.seal(inner, periodKey: SealVector.periodKey, sender: a.publicKey)
+        let datagram = AnnouncementSeal.seal(inner, periodKey: SealVector.periodKey, sender: a.publicKey, minute: 1)
         #expect(datagram.count <= Announcement.maximumBytes)
         #expect(AnnouncementSeal.open(try SealedAnnouncement(decoding: datagram), periodKey: SealVector.periodKey, sender: a.publicKey) == inner)
     }
@@ -170,23 +180,31 @@ private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         let senders = [a.publicKey: chainAB, other.publicKey: chainOtherB]
         let inner = SealVector.goodbye
         for sealedAt in [epoch - 1, epoch, epoch + 1] {
-            let datagram = AnnouncementSeal.seal(inner, periodKey: try #require(chainAB.key(at: sealedAt)), sender: a.publicKey)
+            // A minute outside the sealing period gives a hint nobody tables.
+            let misdated = AnnouncementSeal.seal(inner, periodKey: try #require(chainAB.key(at: sealedAt)), sender: a.publicKey,
+                                                 minute: (sealedAt + 5) * 15)
+            #expect(recipientFinds(misdated, atEpoch: epoch, senders: senders) == nil)
+            let datagram = AnnouncementSeal.seal(inner, periodKey: try #require(chainAB.key(at: sealedAt)), sender: a.publicKey,
+                                                 minute: sealedAt * 15 + 7)
             let found = try #require(recipientFinds(datagram, atEpoch: epoch, senders: senders), "sealed at \(sealedAt)")
             #expect(found.0 == a.publicKey)
             #expect(found.1 == inner)
         }
         for sealedAt in [epoch + 2, epoch + 100] {
-            let datagram = AnnouncementSeal.seal(inner, periodKey: try #require(chainAB.key(at: sealedAt)), sender: a.publicKey)
+            let datagram = AnnouncementSeal.seal(inner, periodKey: try #require(chainAB.key(at: sealedAt)), sender: a.publicKey,
+                                                 minute: sealedAt * 15 + 7)
             #expect(recipientFinds(datagram, atEpoch: epoch, senders: senders) == nil, "sealed at \(sealedAt)")
         }
         // Sealed in a period before the kept one: the key is gone, at both ends.
-        let stale = AnnouncementSeal.seal(inner, periodKey: try #require(origin.key(at: epoch - 2)), sender: a.publicKey)
+        let stale = AnnouncementSeal.seal(inner, periodKey: try #require(origin.key(at: epoch - 2)), sender: a.publicKey,
+                                          minute: (epoch - 2) * 15)
         #expect(recipientFinds(stale, atEpoch: epoch, senders: senders) == nil)
         // The other sender's announcements land on the other sender.
-        let fromOther = AnnouncementSeal.seal(inner, periodKey: try #require(chainOtherB.key(at: epoch)), sender: other.publicKey)
+        let fromOther = AnnouncementSeal.seal(inner, periodKey: try #require(chainOtherB.key(at: epoch)), sender: other.publicKey,
+                                              minute: epoch * 15 + 14)
         #expect(recipientFinds(fromOther, atEpoch: epoch, senders: senders)?.0 == other.publicKey)
         // A recipient without A's chain finds nothing.
-        #expect(recipientFinds(AnnouncementSeal.seal(inner, periodKey: try #require(chainAB.key(at: epoch)), sender: a.publicKey),
+        #expect(recipientFinds(AnnouncementSeal.seal(inner, periodKey: try #require(chainAB.key(at: epoch)), sender: a.publicKey, minute: epoch * 15),
                                atEpoch: epoch, senders: [other.publicKey: chainOtherB]) == nil)
     }
 
@@ -213,7 +231,7 @@ private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         }
         // A header swapped in from another datagram, with the ciphertext of this one.
         var spliced = try SealedAnnouncement(decoding: SealVector.sealed)
-        spliced.hint = SealVector.hintNext
+        spliced.hint = SealVector.hintNextMinute
         #expect(AnnouncementSeal.open(spliced, periodKey: SealVector.periodKey, sender: keyA) == nil)
         #expect(AnnouncementSeal.open(try SealedAnnouncement(decoding: SealVector.sealed), periodKey: SealVector.periodKey, sender: keyA)
                 == SealVector.goodbye)
@@ -234,7 +252,7 @@ private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         let kept = SealChain.seed(exporterKey: HandshakeVector.exporter, epoch: 0)
         for epoch: UInt64 in [1, 1_000] {
             let periodKey = try #require(kept.key(at: epoch))
-            let datagram = AnnouncementSeal.seal(inner, periodKey: periodKey, sender: a.publicKey)
+            let datagram = AnnouncementSeal.seal(inner, periodKey: periodKey, sender: a.publicKey, minute: 1)
             for secret in [a.publicKey.bytes, Array(name.utf8), Array(title.utf8), Array("org.example".utf8),
                            a.agreementKey, b.publicKey.bytes, b.agreementKey] {
                 #expect(!contains(datagram, secret), "epoch \(epoch): \(Hex.encode(secret))")
