@@ -590,7 +590,7 @@ private func header(kind: UInt8 = 3, length: Int) -> [UInt8] {
 // MARK: - The daemon behind the channel
 
 /// A daemon on a temporary state directory. Its init opens no socket; `start()` would, so it is never called.
-private struct TestDaemon {
+struct TestDaemon {
     let daemon: Daemon
     let directory: String
 
