@@ -24,10 +24,10 @@ TRANSFER_PORT = "47181"
 
 
 def venv_python():
-    venv = os.environ.get("HANDOFF_VENV")
-    python = os.path.join(venv, "bin", "python3") if venv else None
-    if not python or not os.path.exists(python):
-        raise unittest.SkipTest("HANDOFF_VENV (with the cryptography package) is needed to sign spoofed beacons")
+    """The lab's venv (Scripts/setup; Bumble brings `cryptography`), which signs the spoofed beacons."""
+    python = os.path.join(os.environ.get("HANDOFF_VENV", os.path.join(REPO, ".venv")), "bin", "python")
+    if not os.path.exists(python):
+        raise unittest.SkipTest(f"no venv at {python}: run Scripts/setup")
     return python
 
 
