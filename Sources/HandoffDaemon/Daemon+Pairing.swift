@@ -391,7 +391,7 @@ extension Daemon {
     /// The other side did not store: put the trust store back as it was.
     func rollBackPairing(to before: TrustStore.Snapshot, _ offer: PairingState.Offer) {
         do throws(HandoffError) {
-            try trust.restore(before)
+            try trust.restore(offer.key, from: before)
             log.info("rolled back the pairing with \(Ed25519.deviceID(of: offer.key)): the other side did not store it")
         } catch {
             log.error("cannot roll back the pairing with \(Ed25519.deviceID(of: offer.key)): \(error.message); run 'handoff-peer untrust \(Ed25519.deviceID(of: offer.key))'")

@@ -43,7 +43,7 @@ public struct TrustStore: Sendable {
         public var removedAtMillis: UInt64
     }
 
-    /// Everything in the store, to put back when a pairing is rolled back.
+    /// The store before a pairing, to put that device back as it was if the pairing is rolled back.
     public struct Snapshot: Sendable {
         fileprivate var entries: [DeviceKey: Entry]
         fileprivate var revoked: [Revoked]
@@ -124,11 +124,19 @@ public struct TrustStore: Sendable {
         revoked = remaining
     }
 
-    /// Puts back what `snapshot` held (a pairing the other side did not store).
-    public mutating func restore(_ snapshot: Snapshot) throws(HandoffError) {
-        try save(snapshot.entries, snapshot.revoked)
-        entries = snapshot.entries
-        revoked = snapshot.revoked
+    /// Puts `key` back as `snapshot` had it (a pairing the other side did not
+    /// store), leaving every other device as it is now.
+    public mutating func restore(_ key: DeviceKey, from snapshot: Snapshot) throws(HandoffError) {
+        var updated = entries
+        updated[key] = snapshot.entries[key]
+        var remaining = revoked.filter { $0.key != key }
+        if let old = snapshot.revoked.first(where: { $0.key == key }) {
+            remaining.append(old)
+            remaining = Array(remaining.suffix(Self.maximumRevoked))
+        }
+        try save(updated, remaining)
+        entries = updated
+        revoked = remaining
     }
 
     /// Moves every seal chain forward to `epoch`, erasing the earlier keys on disk.

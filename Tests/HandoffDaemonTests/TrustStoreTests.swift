@@ -168,11 +168,24 @@ extension TrustStore {
         let directory = StateDirectory(path: temp.path)
         var store = try TrustStore.load(from: directory)
         try store.add(alice, name: "alice", nowMillis: 1)
+        try store.remove(alice, nowMillis: 3)
         let before = store.snapshot
-        try store.add(bob, name: "bob", nowMillis: 2)
-        try store.restore(before)
-        #expect(!store.contains(bob) && store.contains(alice))
-        #expect(!(try TrustStore.load(from: directory)).contains(bob))
+        // Pairing with bob and re-pairing alice, then both rolled back.
+        try store.add(bob, name: "bob", nowMillis: 4)
+        try store.add(alice, name: "alice again", nowMillis: 5)
+        try store.restore(bob, from: before)
+        try store.restore(alice, from: before)
+        #expect(!store.contains(bob) && !store.contains(alice))
+        #expect(store.revoked.map(\.key) == [alice])
+        let reloaded = try TrustStore.load(from: directory)
+        #expect(reloaded.entries.isEmpty && reloaded.revoked == store.revoked)
+        // Only the key rolled back changes: a device added since stays.
+        let snapshot = store.snapshot
+        try store.add(bob, name: "bob", nowMillis: 6)
+        let carol = try Identity(seed: [UInt8](repeating: 4, count: 32)).publicKey
+        try store.add(carol, name: "carol", nowMillis: 7)
+        try store.restore(bob, from: snapshot)
+        #expect(store.contains(carol) && !store.contains(bob))
     }
 
     @Test(arguments: [
