@@ -4,6 +4,7 @@ both sides or neither (finding 10), attacked from a lab host with no daemon
 and no pairing.
 
 Needs root: it creates network namespaces through Scripts/lab."""
+import hashlib
 import json
 import os
 import shutil
@@ -96,6 +97,28 @@ class StrangersLearnNothing(unittest.TestCase):
         lab("pair-all", "laptop-a", "laptop-b")
 
 
+    def test_4_the_public_key_does_not_give_the_mdns_name(self):
+        """Before, the mDNS token derived from the public key alone (seen in any pairing
+        beacon): whoever had it could compute every future token. Computing it now fails."""
+        instance = wait_until("a to publish its mDNS service", lambda: peer_json("laptop-a", "status")["mdns"].get("instance"))
+        token = instance.removeprefix("handoff-").upper()
+        key = bytes.fromhex(peer("laptop-a", "id", "--key").stdout.strip())
+        period = int(time.time()) // 900
+        guesses = set()
+        for candidate in (period - 1, period, period + 1):
+            for token_key in (hashlib.blake2b(b"handoff/discovery-token/v1" + key, digest_size=32).digest(),
+                              hashlib.blake2b(b"handoff/discovery-token/v2", key=key, digest_size=32).digest()):
+                guesses.add(crockford(hashlib.blake2b(candidate.to_bytes(8, "big"), key=token_key, digest_size=10).digest()))
+        self.assertEqual(len(token), 16)
+        self.assertNotIn(token, guesses)
+
+
+def crockford(data):
+    alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+    number = int.from_bytes(data, "big")
+    return "".join(alphabet[(number >> (5 * (len(data) * 8 // 5 - 1 - i))) & 31] for i in range(len(data) * 8 // 5))
+
+
 class PairingUnderAttack(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -128,7 +151,7 @@ class PairingUnderAttack(unittest.TestCase):
             pairable = peer_json("laptop-a", "pair", "--list")
             # The real device is still there; one source address holds at most 4 entries.
             self.assertIn(b_id, [d["peer"] for d in pairable])
-            self.assertLessEqual(sum(d["host"] != "169.254.10.2" for d in pairable), 4)
+            self.assertLessEqual(sum(d["peer"] != b_id for d in pairable), 4)
             # The name is ambiguous now, and said to be, with every candidate's device id.
             ambiguous = peer("laptop-a", "pair", "laptop-b", "--yes", check=False)
             self.assertNotEqual(ambiguous.returncode, 0)
