@@ -13,6 +13,10 @@ public enum TransferFrame: Equatable, Sendable {
     case pairNonce([UInt8])
     case pairReveal([UInt8])
     case pairConfirm(accepted: Bool)
+    /// After both users confirmed: what the other side must store (Docs/PROTOCOL.md, "Pairing").
+    case pairKeys(PairKeys)
+    /// After storing (or failing to): only when both sent `true` is the pairing kept.
+    case pairStored(Bool)
 
     public static let version: UInt8 = 2
     public static let headerBytes = 6
@@ -22,6 +26,23 @@ public enum TransferFrame: Equatable, Sendable {
     enum Kind: UInt8 {
         case fetch = 2, payload = 3, refusal = 4, hello = 5, serverHello = 6, clientAuth = 7
         case pairRequest = 8, pairCommit = 9, pairNonce = 10, pairReveal = 11, pairConfirm = 12
+        case pairKeys = 13, pairStored = 14
+    }
+
+    public struct PairKeys: Equatable, Sendable {
+        /// The sender's static X25519 key, for the pair key.
+        public var agreementKey: [UInt8]
+        /// The secret the sender's discovery tokens are keyed with.
+        public var discoverySecret: [UInt8]
+        /// The sender's current 15-minute period; the seal chain starts just before the earlier of the two.
+        public var epoch: UInt64
+        public static let bodyBytes = 72
+
+        public init(agreementKey: [UInt8], discoverySecret: [UInt8], epoch: UInt64) {
+            self.agreementKey = agreementKey
+            self.discoverySecret = discoverySecret
+            self.epoch = epoch
+        }
     }
 
     /// The receiver cites the summary it accepted; the channel already proves who it is.
@@ -101,6 +122,14 @@ public enum TransferFrame: Equatable, Sendable {
         case let .pairConfirm(accepted):
             kind = .pairConfirm
             body.write(UInt8(accepted ? 1 : 0))
+        case let .pairKeys(keys):
+            kind = .pairKeys
+            body.write(keys.agreementKey)
+            body.write(keys.discoverySecret)
+            body.write(keys.epoch)
+        case let .pairStored(stored):
+            kind = .pairStored
+            body.write(UInt8(stored ? 1 : 0))
         }
         if case let .payload(bytes) = self { return (Self.header(kind: kind, length: bytes.count), bytes) }
         return (Self.header(kind: kind, length: body.bytes.count), body.bytes)
@@ -217,6 +246,13 @@ public enum TransferFrame: Equatable, Sendable {
             let flag = try reader.readUInt8()
             guard flag <= 1 else { throw .invalidValue("confirmation must be 0 or 1") }
             self = .pairConfirm(accepted: flag == 1)
+        case .pairKeys:
+            self = .pairKeys(PairKeys(agreementKey: try reader.readBytes(32), discoverySecret: try reader.readBytes(32),
+                                      epoch: try reader.readUInt64BE()))
+        case .pairStored:
+            let flag = try reader.readUInt8()
+            guard flag <= 1 else { throw .invalidValue("stored must be 0 or 1") }
+            self = .pairStored(flag == 1)
         }
         try reader.expectEnd()
     }

@@ -2,20 +2,30 @@ import HandoffCore
 
 /// The transfer socket's handshake (Docs/PROTOCOL.md, "Handshake"): ephemeral
 /// X25519 for forward secrecy, both identity keys proven by Ed25519
-/// signatures over the transcript, identities encrypted so an eavesdropper
-/// learns neither. Three messages:
+/// signatures over the transcript, and a pre-shared key (from the pair key)
+/// mixed into every key, so that only a device paired with the server can
+/// read the server's identity, and only the server can read the client's.
+/// Three messages:
 ///
-///     client -> server  hello:       version 2, purpose, client ephemeral (32)
+///     client -> server  hello:       version 3, purpose, client ephemeral (32), hint (16)
 ///     server -> client  serverHello: server ephemeral (32), AEAD(server key || signature)
 ///     client -> server  clientAuth:  AEAD(client key || signature)
 ///
-/// then one secretstream per direction, keyed from the DH secret and the transcript.
+/// The hint, a MAC over the client's ephemeral key under a key of the pair,
+/// tells the server which pair key to use; to anyone else it is random and
+/// differs on every connection. A server that finds no pair for the hint
+/// answers with a refusal that names nobody. Pairing (purpose 2) has no pair
+/// key yet: its hint is zeros and its PSK is 32 zero bytes, and the server
+/// answers it only while its user has pairing open.
 public enum Handshake {
-    public static let version: UInt8 = 2
-    public static let helloBytes = 2 + X25519.keyBytes
+    public static let version: UInt8 = 3
+    public static let hintBytes = 16
+    public static let helloBytes = 2 + X25519.keyBytes + hintBytes
     static let sealedIdentityBytes = DeviceKey.byteCount + SignatureSize.ed25519 + AEAD.tagBytes
     public static let serverHelloBytes = X25519.keyBytes + sealedIdentityBytes
     public static let clientAuthBytes = sealedIdentityBytes
+    /// The PSK of a pairing handshake: there is no shared secret yet.
+    public static let openPSK = [UInt8](repeating: 0, count: 32)
 
     public enum Purpose: UInt8, Sendable {
         case fetch = 1
@@ -30,6 +40,42 @@ public enum Handshake {
         public let receiveKey: [UInt8]
         /// Binds everything exchanged; pairing derives its code from it.
         public let transcriptHash: [UInt8]
+        /// A secret of this session for keys outside the channel (pairing seeds the seal chain with it).
+        public let exporterKey: [UInt8]
+    }
+
+    /// A client's first message, parsed (version first, so an old client hears which version to install).
+    public struct Hello: Sendable {
+        public let purpose: Purpose
+        public let ephemeral: [UInt8]
+        public let hint: [UInt8]
+        let bytes: [UInt8]
+
+        public init(_ bytes: [UInt8]) throws(HandoffError) {
+            guard let first = bytes.first, first == Handshake.version else {
+                throw unsupported(bytes.first)
+            }
+            guard bytes.count == helloBytes else { throw failure("the hello has the wrong size") }
+            guard let purpose = Purpose(rawValue: bytes[1]) else { throw failure("unknown purpose \(bytes[1])") }
+            self.purpose = purpose
+            ephemeral = Array(bytes[2..<(2 + X25519.keyBytes)])
+            hint = Array(bytes[(2 + X25519.keyBytes)...])
+            self.bytes = bytes
+        }
+
+        /// Whether the client made this hello with `secrets`, i.e. is the other device of that pair.
+        public func isFrom(_ secrets: PairSecrets) -> Bool {
+            purpose == .fetch && constantTimeEqual(hint, Handshake.hint(hintKey: secrets.handshakeHintKey, purpose: purpose, ephemeral: ephemeral))
+        }
+    }
+
+    public static func unsupported(_ version: UInt8?) -> HandoffError {
+        HandoffError(.invalidRequest, "The peer speaks handshake version \(version.map(String.init) ?? "none"); this host speaks \(Handshake.version).",
+                     fix: "Install the same handoff version on both hosts.")
+    }
+
+    static func hint(hintKey: [UInt8], purpose: Purpose, ephemeral: [UInt8]) -> [UInt8] {
+        Blake2b.keyed(Array("handoff/hs-hint/v3".utf8) + [purpose.rawValue] + ephemeral, key: hintKey, outputBytes: hintBytes)
     }
 
     static func hash(_ parts: [UInt8]...) -> [UInt8] { Blake2b.digest(parts.flatMap { $0 }) }
@@ -60,29 +106,42 @@ public enum Handshake {
         return key
     }
 
-    static func sessionKeys(shared: [UInt8], transcript: [UInt8]) -> (clientToServer: [UInt8], serverToClient: [UInt8]) {
-        (Blake2b.keyed(Array("handoff/c2s/v1".utf8) + transcript, key: shared),
-         Blake2b.keyed(Array("handoff/s2c/v1".utf8) + transcript, key: shared))
+    /// The handshake's root secret: the ephemeral DH and the PSK together, so a
+    /// stranger (no PSK) and a later thief of the PSK (no DH) both learn nothing.
+    static func secret(shared: [UInt8], psk: [UInt8]) -> [UInt8] {
+        Blake2b.keyed(Array("handoff/hs-secret/v3".utf8), key: shared + psk)
     }
 
-    static let serverContext = Array("handoff/handshake-server/v1".utf8)
-    static let clientContext = Array("handoff/handshake-client/v1".utf8)
-    static let transcriptContext = Array("handoff/handshake/v1".utf8)
-    static let handshakeKeyContext = Array("handoff/hs-key/v1".utf8)
+    static func sessionKeys(secret: [UInt8], transcript: [UInt8])
+        -> (clientToServer: [UInt8], serverToClient: [UInt8], exporter: [UInt8]) {
+        (Blake2b.keyed(Array("handoff/c2s/v3".utf8) + transcript, key: secret),
+         Blake2b.keyed(Array("handoff/s2c/v3".utf8) + transcript, key: secret),
+         Blake2b.keyed(Array("handoff/exporter/v3".utf8) + transcript, key: secret))
+    }
 
-    /// The side that connects.
+    static let serverContext = Array("handoff/handshake-server/v3".utf8)
+    static let clientContext = Array("handoff/handshake-client/v3".utf8)
+    static let transcriptContext = Array("handoff/handshake/v3".utf8)
+    static let handshakeKeyContext = Array("handoff/hs-key/v3".utf8)
+
+    /// The side that connects. A fetch needs the pair's secrets; pairing has none.
     public final class Client: @unchecked Sendable {
         // @unchecked Sendable: driven by one thread, start to finish.
         let identity: Identity
         let purpose: Purpose
         let ephemeral: EphemeralKey
+        let psk: [UInt8]
         public let hello: [UInt8]
 
-        public init(identity: Identity, purpose: Purpose, ephemeral: EphemeralKey = EphemeralKey()) {
+        public init(identity: Identity, purpose: Purpose, secrets: PairSecrets?, ephemeral: EphemeralKey = EphemeralKey()) {
+            precondition((purpose == .fetch) == (secrets != nil), "a fetch needs the pair's secrets, pairing has none")
             self.identity = identity
             self.purpose = purpose
             self.ephemeral = ephemeral
-            hello = [Handshake.version, purpose.rawValue] + ephemeral.publicKey
+            psk = secrets?.handshakePSK ?? Handshake.openPSK
+            let hint = secrets.map { Handshake.hint(hintKey: $0.handshakeHintKey, purpose: purpose, ephemeral: ephemeral.publicKey) }
+                ?? [UInt8](repeating: 0, count: hintBytes)
+            hello = [Handshake.version, purpose.rawValue] + ephemeral.publicKey + hint
         }
 
         /// Checks the server's identity and returns the client's authentication message with the session.
@@ -90,48 +149,47 @@ public enum Handshake {
             guard serverHello.count == serverHelloBytes else { throw failure("the server's answer has the wrong size") }
             let serverEphemeral = Array(serverHello[0..<X25519.keyBytes])
             let sealed = Array(serverHello[X25519.keyBytes...])
-            guard let shared = ephemeral.sharedSecret(with: serverEphemeral) else { throw failure("bad ephemeral key") }
+            guard var shared = ephemeral.sharedSecret(with: serverEphemeral) else { throw failure("bad ephemeral key") }
+            defer { Sodium.wipe(&shared) }
+            var secret = Handshake.secret(shared: shared, psk: psk)
+            defer { Sodium.wipe(&secret) }
             let h1 = hash(transcriptContext, hello, serverEphemeral)
-            let handshakeKey = Blake2b.keyed(handshakeKeyContext + h1, key: shared)
+            let handshakeKey = Blake2b.keyed(handshakeKeyContext + h1, key: secret)
             let serverKey = try openIdentity(sealed, signed: serverContext + h1, key: handshakeKey, counter: 1,
                                              associatedData: serverEphemeral)
             let h2 = hash(h1, sealed)
             let clientAuth = sealIdentity(identity, signing: clientContext + h2, key: handshakeKey, counter: 2, associatedData: [])
             let h3 = hash(h2, clientAuth)
-            let keys = sessionKeys(shared: shared, transcript: h3)
+            let keys = sessionKeys(secret: secret, transcript: h3)
             return (clientAuth, Session(purpose: purpose, peerKey: serverKey, sendKey: keys.clientToServer,
-                                        receiveKey: keys.serverToClient, transcriptHash: h3))
+                                        receiveKey: keys.serverToClient, transcriptHash: h3, exporterKey: keys.exporter))
         }
     }
 
-    /// The side that listens.
+    /// The side that listens. It answers a hello only once its owner has
+    /// decided which PSK applies (and for a fetch, which device the hint names).
     public final class Server: @unchecked Sendable {
         // @unchecked Sendable: driven by one connection thread, start to finish.
         let identity: Identity
         let ephemeral: EphemeralKey
-        private var pending: (purpose: Purpose, shared: [UInt8], handshakeKey: [UInt8], h2: [UInt8])?
+        private var pending: (purpose: Purpose, secret: [UInt8], handshakeKey: [UInt8], h2: [UInt8], expected: DeviceKey?)?
 
         public init(identity: Identity, ephemeral: EphemeralKey = EphemeralKey()) {
             self.identity = identity
             self.ephemeral = ephemeral
         }
 
-        /// Reads the client's hello; returns its purpose and the server's answer.
-        public func receive(hello: [UInt8]) throws(HandoffError) -> (purpose: Purpose, serverHello: [UInt8]) {
-            guard hello.count == helloBytes else { throw failure("the hello has the wrong size") }
-            guard hello[0] == Handshake.version else {
-                throw HandoffError(.payloadInvalid, "The peer speaks handshake version \(hello[0]); this host speaks \(Handshake.version).",
-                                   fix: "Install the same handoff version on both hosts.")
-            }
-            guard let purpose = Purpose(rawValue: hello[1]) else { throw failure("unknown purpose \(hello[1])") }
-            let clientEphemeral = Array(hello[2...])
-            guard let shared = ephemeral.sharedSecret(with: clientEphemeral) else { throw failure("bad ephemeral key") }
-            let h1 = hash(transcriptContext, hello, ephemeral.publicKey)
-            let handshakeKey = Blake2b.keyed(handshakeKeyContext + h1, key: shared)
+        /// The server's answer to `hello` under `psk`; `expectedClient` is the device the hint named, if any.
+        public func answer(_ hello: Hello, psk: [UInt8], expectedClient: DeviceKey?) throws(HandoffError) -> [UInt8] {
+            guard var shared = ephemeral.sharedSecret(with: hello.ephemeral) else { throw failure("bad ephemeral key") }
+            defer { Sodium.wipe(&shared) }
+            let secret = Handshake.secret(shared: shared, psk: psk)
+            let h1 = hash(transcriptContext, hello.bytes, ephemeral.publicKey)
+            let handshakeKey = Blake2b.keyed(handshakeKeyContext + h1, key: secret)
             let sealed = sealIdentity(identity, signing: serverContext + h1, key: handshakeKey, counter: 1,
                                       associatedData: ephemeral.publicKey)
-            pending = (purpose, shared, handshakeKey, hash(h1, sealed))
-            return (purpose, ephemeral.publicKey + sealed)
+            pending = (hello.purpose, secret, handshakeKey, hash(h1, sealed), expectedClient)
+            return ephemeral.publicKey + sealed
         }
 
         /// Checks the client's identity; the handshake is then complete.
@@ -140,10 +198,14 @@ public enum Handshake {
             guard clientAuth.count == clientAuthBytes else { throw failure("the client's authentication has the wrong size") }
             let clientKey = try openIdentity(clientAuth, signed: clientContext + pending.h2, key: pending.handshakeKey,
                                              counter: 2, associatedData: [])
+            if let expected = pending.expected, expected != clientKey {
+                throw failure("the client is not the device its hint names")
+            }
             let h3 = hash(pending.h2, clientAuth)
-            let keys = sessionKeys(shared: pending.shared, transcript: h3)
+            let keys = sessionKeys(secret: pending.secret, transcript: h3)
+            self.pending = nil
             return Session(purpose: pending.purpose, peerKey: clientKey, sendKey: keys.serverToClient,
-                           receiveKey: keys.clientToServer, transcriptHash: h3)
+                           receiveKey: keys.clientToServer, transcriptHash: h3, exporterKey: keys.exporter)
         }
     }
 }

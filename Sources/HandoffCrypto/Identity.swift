@@ -5,6 +5,8 @@ import HandoffCore
 public final class Identity: MessageSigning, @unchecked Sendable {
     public static let seedBytes = 32
     public let publicKey: DeviceKey
+    /// The static X25519 public key paired devices agree keys with (`agreementSecret()`).
+    public let agreementKey: [UInt8]
     // @unchecked Sendable: written once in init, only read afterwards (by libsodium), wiped and freed in
     // deinit: sharing the class across threads is therefore safe. A raw buffer
     // rather than an array so that no copy of the secret escapes the wipe.
@@ -31,6 +33,11 @@ public final class Identity: MessageSigning, @unchecked Sendable {
         secretKey = .allocate(capacity: secretBytes.count)
         _ = secretKey.initialize(from: secretBytes)
         Sodium.wipe(&secretBytes)
+        var agreement = Self.derive(Self.agreementContext, seed: seed)
+        defer { Sodium.wipe(&agreement) }
+        var agreementPublic = [UInt8](repeating: 0, count: X25519.keyBytes)
+        crypto_scalarmult_base(&agreementPublic, agreement)
+        agreementKey = agreementPublic
     }
 
     deinit {
@@ -43,13 +50,27 @@ public final class Identity: MessageSigning, @unchecked Sendable {
 
     public var deviceID: DeviceID { Ed25519.deviceID(of: publicKey) }
 
-    /// The X25519 form of the secret key, for key agreement with paired devices.
-    /// Derived on each use so that only one copy of the secret lives in memory.
-    func x25519Secret() -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: X25519.keyBytes)
-        _ = crypto_sign_ed25519_sk_to_curve25519(&out, secretKey.baseAddress!)
+    static let agreementContext = Array("handoff/x25519-static/v1".utf8)
+    static let discoveryContext = Array("handoff/discovery-secret/v1".utf8)
+
+    /// A key of its own derived from the seed: one secret to keep (the identity
+    /// file), yet the signing key is never reused for Diffie-Hellman.
+    private static func derive(_ context: [UInt8], seed: [UInt8]) -> [UInt8] {
+        Blake2b.keyed(context, key: seed)
+    }
+
+    private func derive(_ context: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        _ = crypto_generichash(&out, out.count, context, UInt64(context.count), secretKey.baseAddress, Self.seedBytes)
         return out
     }
+
+    /// The static X25519 secret for key agreement with paired devices (Docs/SECURITY.md, "Keys").
+    /// Derived on each use so that only the seed stays in memory.
+    func agreementSecret() -> [UInt8] { derive(Self.agreementContext) }
+
+    /// The secret this device's discovery tokens are keyed with; only paired devices receive it.
+    public func discoverySecret() -> [UInt8] { derive(Self.discoveryContext) }
 
     public func signature(for message: [UInt8]) -> [UInt8] {
         var signature = [UInt8](repeating: 0, count: Int(crypto_sign_BYTES))

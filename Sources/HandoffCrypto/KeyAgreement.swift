@@ -2,17 +2,10 @@ import CSodium
 import HandoffCore
 
 /// X25519 for the two key agreements Handoff makes: static-static between
-/// paired devices (the key that seals announcements to one peer) and
+/// paired devices (the pair key, from each device's agreement key) and
 /// ephemeral-ephemeral in every transfer handshake (forward secrecy).
 public enum X25519 {
     public static let keyBytes = 32
-
-    /// The X25519 form of a device's Ed25519 public key; nil for a key that is not a valid point.
-    public static func publicKey(of key: DeviceKey) -> [UInt8]? {
-        Sodium.ensureReady()
-        var out = [UInt8](repeating: 0, count: keyBytes)
-        return crypto_sign_ed25519_pk_to_curve25519(&out, key.bytes) == 0 ? out : nil
-    }
 
     /// Diffie-Hellman; nil when the result is all zeros (a low-order peer key).
     public static func sharedSecret(secret: [UInt8], publicKey: [UInt8]) -> [UInt8]? {
@@ -52,17 +45,19 @@ public final class EphemeralKey: @unchecked Sendable {
 }
 
 extension Identity {
-    /// Static-static key agreement with a paired device, bound to both keys:
-    /// BLAKE2b-256(key = X25519(ours, theirs), "handoff/pair-key/v1" || lower key || higher key).
-    /// Both sides compute the same key; nobody else can.
-    public func pairKey(with peer: DeviceKey) -> [UInt8]? {
-        var secret = x25519Secret()
+    /// Static-static key agreement with a paired device, bound to both identities:
+    /// BLAKE2b-256(key = X25519(our agreement secret, their agreement key),
+    ///             "handoff/pair-key/v2" || lower identity key || higher identity key).
+    /// Both sides compute the same root; nobody else can. It is never used
+    /// directly: `PairSecrets` derives a key per use from it.
+    public func pairKey(with peer: DeviceKey, agreementKey theirs: [UInt8]) -> [UInt8]? {
+        var secret = agreementSecret()
         defer { Sodium.wipe(&secret) }
-        guard let theirs = X25519.publicKey(of: peer),
-              let shared = X25519.sharedSecret(secret: secret, publicKey: theirs) else { return nil }
+        guard var shared = X25519.sharedSecret(secret: secret, publicKey: theirs) else { return nil }
+        defer { Sodium.wipe(&shared) }
         let (low, high) = publicKey.bytes.lexicographicallyPrecedes(peer.bytes)
             ? (publicKey.bytes, peer.bytes) : (peer.bytes, publicKey.bytes)
-        return Blake2b.keyed(Array("handoff/pair-key/v1".utf8) + low + high, key: shared)
+        return Blake2b.keyed(Array("handoff/pair-key/v2".utf8) + low + high, key: shared)
     }
 }
 

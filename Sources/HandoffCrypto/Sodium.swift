@@ -43,3 +43,6 @@ public func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
     Sodium.ensureReady()
     return sodium_memcmp(lhs, rhs, lhs.count) == 0
 }
+
+/// Overwrites a secret the caller is done with (libsodium's sodium_memzero, which the compiler cannot drop).
+public func wipe(_ bytes: inout [UInt8]) { Sodium.wipe(&bytes) }

@@ -102,18 +102,20 @@ extension Daemon {
         guard e.peer != nil else { return }
         let (hosts, port) = probeTarget(key, nowMillis: e.nowMillis)
         let identity = identity
+        let secrets = pairSecrets(for: key)
         let (portProbe, handshake) = await onThread(name: "condition probe") {
-            Daemon.probe(hosts: hosts, port: port, expecting: key, identity: identity)
+            Daemon.probe(hosts: hosts, port: port, expecting: key, identity: identity, secrets: secrets)
         }
         e.peer?.portProbe = portProbe
         e.peer?.handshake = handshake
     }
 
-    nonisolated static func probe(hosts: [String], port: UInt16, expecting key: DeviceKey,
-                                  identity: Identity) -> (ConditionEvidence.PortProbe, ConditionEvidence.HandshakeProbe?) {
+    nonisolated static func probe(hosts: [String], port: UInt16, expecting key: DeviceKey, identity: Identity,
+                                  secrets: PairSecrets?) -> (ConditionEvidence.PortProbe, ConditionEvidence.HandshakeProbe?) {
         let portProbe = probeTransferPort(hosts: hosts, port: port)
-        guard portProbe == .open else { return (portProbe, nil) }
-        return (portProbe, handshakeProbe(hosts: hosts, port: port, expecting: key, identity: identity))
+        // Without the pair's secrets (not paired here) there is no handshake to try.
+        guard portProbe == .open, let secrets else { return (portProbe, nil) }
+        return (portProbe, handshakeProbe(hosts: hosts, port: port, expecting: key, identity: identity, secrets: secrets))
     }
 
     /// One TCP connection attempt per address: open, refused (RST), or no answer (dropped).
@@ -138,10 +140,10 @@ extension Daemon {
     /// A handshake, then a fetch for no offer: a device that trusts this one refuses it as
     /// not current; one that does not, as `trust`. Only a device that proved it is `key` counts.
     nonisolated static func handshakeProbe(hosts: [String], port: UInt16, expecting key: DeviceKey,
-                                           identity: Identity) -> ConditionEvidence.HandshakeProbe {
+                                           identity: Identity, secrets: PairSecrets) -> ConditionEvidence.HandshakeProbe {
         do throws(HandoffError) {
             let channel = try connect(hosts: hosts, port: port, peerName: Ed25519.deviceID(of: key).description,
-                                      identity: identity, purpose: .fetch, timeoutMillis: 3000)
+                                      identity: identity, purpose: .fetch, secrets: secrets, timeoutMillis: 3000)
             defer { channel.close() }
             guard channel.session.peerKey == key else { return .failed("another device answers at its address") }
             try channel.send(.fetch(.init(summarySender: key, summarySequence: 0, payloadDigest: [UInt8](repeating: 0, count: 32))))

@@ -83,10 +83,10 @@ extension Daemon {
         case SealedAnnouncement.version:
             guard let sealed = try? SealedAnnouncement(decoding: bytes) else { return peers.recordDrop(\.malformed) }
             refreshHints(nowMillis: now)
-            guard let sender = hintTable[sealed.hint], let pairKey = pairKey(for: sender) else {
-                return peers.recordDrop(\.untrusted)
+            guard let (sender, periodKey) = hintTable[sealed.hint] else { return peers.recordDrop(\.untrusted) }
+            guard let inner = AnnouncementSeal.open(sealed, periodKey: periodKey, sender: sender) else {
+                return peers.recordDrop(\.undecryptable)
             }
-            guard let inner = AnnouncementSeal.open(sealed, pairKey: pairKey) else { return peers.recordDrop(\.undecryptable) }
             // The inner announcement must come from the key the seal belongs to.
             guard (try? ReceivedAnnouncement(decoding: inner))?.announcement.senderKey == sender else {
                 return peers.recordDrop(\.badSignature)
@@ -108,24 +108,47 @@ extension Daemon {
         }
     }
 
-    /// Rebuilds the hint table when the period turns or the trusted set changes.
+    /// Rebuilds the hint table when the period turns or the trusted set
+    /// changes. A new period first moves every seal chain forward, erasing the
+    /// key of the period before the previous one (forward secrecy for recorded
+    /// announcements).
     func refreshHints(nowMillis: UInt64, force: Bool = false) {
         let epoch = ServiceRecord.epoch(wallClockMillis: nowMillis)
         guard force || epoch != hintEpoch else { return }
+        if hintEpoch == nil {
+            for entry in trust.entries.values where entry.needsRepairing {
+                log.warning("\(entry.name) (\(Ed25519.deviceID(of: entry.key))) was paired by a handoff version before 3: pair it again")
+            }
+        }
         hintEpoch = epoch
-        var table: [[UInt8]: DeviceKey] = [:]
-        for key in trust.entries.keys {
-            guard let pairKey = pairKey(for: key) else { continue }
+        do {
+            if try trust.advanceSealChains(to: epoch &- 1) { log.debug("seal keys moved to period \(epoch)") }
+        } catch {
+            // Still works from the older key; only its erasure on disk waits for the next period.
+            log.warning("cannot save the advanced seal keys: \(error.message)")
+        }
+        var table: [[UInt8]: (key: DeviceKey, periodKey: [UInt8])] = [:]
+        for entry in trust.entries.values {
+            guard let chain = entry.material?.sealChain else { continue }
+            // Every minute of the three periods: 45 hints per paired device, built once a period.
             for candidate in [epoch &- 1, epoch, epoch &+ 1] {
-                table[AnnouncementSeal.hint(pairKey: pairKey, sender: key, epoch: candidate)] = key
+                guard let periodKey = chain.key(at: candidate) else { continue }
+                for minute in AnnouncementSeal.minutes(of: candidate) {
+                    table[AnnouncementSeal.hint(periodKey: periodKey, sender: entry.key, minute: minute)] = (entry.key, periodKey)
+                }
             }
         }
         hintTable = table
     }
 
+    /// The discovery secrets of paired devices, for recognising their tokens.
+    func trustedDiscoverySecrets() -> [(key: DeviceKey, secret: [UInt8])] {
+        trust.entries.values.compactMap { entry in entry.material.map { (entry.key, $0.discoverySecret) } }
+    }
+
     /// Called after pairing or untrusting: new keys, new hints, new targets, and peers told at once.
     func trustChanged() {
-        pairKeys = pairKeys.filter { trust.contains($0.key) }
+        pairSecretsCache = nil
         refreshHints(nowMillis: wallClockMillis(), force: true)
         refreshBeaconTable(nowMillis: wallClockMillis(), force: true)
         for key in proximity.readings.keys where !trust.contains(key) { proximity.forget(key) }
@@ -140,7 +163,7 @@ extension Daemon {
         for list in sightings.values {
             for sighting in list {
                 guard let record = try? ServiceRecord(txt: sighting.txt), record.capabilities.contains("udp"),
-                      let key = DiscoveryToken.match(record.token, among: trust.entries.keys, epoch: epoch) else { continue }
+                      let key = DiscoveryToken.match(record.token, among: trustedDiscoverySecrets(), epoch: epoch) else { continue }
                 found.append((key, sighting))
             }
         }
@@ -163,7 +186,7 @@ extension Daemon {
         guard epoch != publishedEpoch else { return }
         publishedEpoch = epoch
         // Disabled: not on mDNS at all.
-        mdns.publish(settings.enabled ? ServiceRecord(token: DiscoveryToken.token(for: identity.publicKey, epoch: epoch)) : nil)
+        mdns.publish(settings.enabled ? ServiceRecord(token: DiscoveryToken.token(secret: identity.discoverySecret(), epoch: epoch)) : nil)
     }
 
     /// Paths by which `key` is currently seen, for `list` and `status`.

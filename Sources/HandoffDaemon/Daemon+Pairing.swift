@@ -6,8 +6,10 @@ import HandoffTransport
 /// Pairing (Docs/SECURITY.md, "Pairing"): the responder opens pairing
 /// (`handoff-peer pair`), the initiator connects (`handoff-peer pair NAME`),
 /// both complete the handshake, exchange committed nonces, and show the same
-/// six-digit code; each user confirms on their own screen, and only when both
-/// have confirmed does either store the other's key.
+/// six-digit code with the other's device id; each user confirms on their own
+/// screen. Only when both have confirmed do they exchange the keys the pair
+/// needs, and the pairing is kept only if both sides stored it: each says
+/// whether it did, and a side whose peer could not store rolls back.
 struct PairingState {
     /// A device announcing that it can be paired, heard in its clear beacon.
     struct Beacon {
@@ -37,6 +39,8 @@ struct PairingState {
 
     var beacons: [DeviceKey: Beacon] = [:]
     var sessions: [Int: Session] = [:]
+    /// The session this host answers as responder; while it runs, other devices are refused.
+    var responding: Int?
     var nextSession = 0
     /// `pairListen` requests waiting for a device to ask.
     var listeners: [Int: CheckedContinuation<Result<Offer, HandoffError>, Never>] = [:]
@@ -45,11 +49,40 @@ struct PairingState {
 
     static let decisionTimeoutSeconds = 120
     static let maximumBeacons = 32
+    /// Beacons kept per source address: one host cannot crowd out the others.
+    static let maximumBeaconsPerHost = 4
+
+    enum Availability: Sendable { case open, closed, busy }
+
+    /// Remembers a beacon (the newest per key) within both bounds. Over the
+    /// per-host bound the host's own oldest goes; over the total, the oldest
+    /// of the host holding the most. So a flood of keys from one address
+    /// evicts only that address's beacons.
+    mutating func remember(_ beacon: Beacon) {
+        beacons[beacon.key] = beacon
+        let fromHost = beacons.values.filter { $0.host == beacon.host }
+        if fromHost.count > Self.maximumBeaconsPerHost, let oldest = fromHost.min(by: { $0.seenMillis < $1.seenMillis }) {
+            beacons.removeValue(forKey: oldest.key)
+        }
+        if beacons.count > Self.maximumBeacons {
+            let byHost = Dictionary(grouping: beacons.values, by: \.host)
+            if let crowded = byHost.values.max(by: { $0.count < $1.count }),
+               let oldest = crowded.min(by: { $0.seenMillis < $1.seenMillis }) {
+                beacons.removeValue(forKey: oldest.key)
+            }
+        }
+    }
 }
 
 extension Daemon {
     func isPairingOpen() -> Bool {
         !pairing.listeners.isEmpty && pairing.openUntilMillis > wallClockMillis()
+    }
+
+    /// Whether a pairing handshake is answered now: one device at a time.
+    func pairingAvailability() -> PairingState.Availability {
+        guard isPairingOpen() || pairing.responding != nil else { return .closed }
+        return pairing.responding == nil ? .open : .busy
     }
 
     func notePairingBeacon(_ beacon: Announcement, from host: String, nowMillis: UInt64) {
@@ -59,12 +92,8 @@ extension Daemon {
         guard PeerTable.isFresh(timestampMillis: beacon.timestampMillis, ttlMillis: ttl, nowMillis: nowMillis) else {
             return peers.recordDrop(\.expired)
         }
-        pairing.beacons[beacon.senderKey] = .init(key: beacon.senderKey, name: beacon.name, host: host,
-                                                  port: beacon.transferPort, seenMillis: nowMillis, ttlMillis: ttl)
-        if pairing.beacons.count > PairingState.maximumBeacons,
-           let oldest = pairing.beacons.values.min(by: { $0.seenMillis < $1.seenMillis }) {
-            pairing.beacons.removeValue(forKey: oldest.key)
-        }
+        pairing.remember(.init(key: beacon.senderKey, name: beacon.name, host: host,
+                               port: beacon.transferPort, seenMillis: nowMillis, ttlMillis: ttl))
     }
 
     /// Devices that can be paired right now, for `pair` without a name.
@@ -100,25 +129,40 @@ extension Daemon {
 
     /// `pair`: connects to a device that has pairing open and returns the code to compare.
     func startPairing(reference: String?, address: String?) async -> Result<PairingState.Offer, HandoffError> {
-        let target: (hosts: [String], port: UInt16, name: String)
+        let target: (hosts: [String], port: UInt16, name: String, key: DeviceKey?)
         do throws(HandoffError) {
             target = try pairingTarget(reference: reference, address: address)
         } catch {
             return .failure(error)
         }
+        let (identity, timeout) = (identity, configuration.transferTimeoutMillis)
+        log.info("pairing with \(target.name)")
+        return await pair(named: target.name, expecting: target.key) { () throws(HandoffError) -> SecureChannel in
+            try Daemon.connect(hosts: target.hosts, port: target.port, peerName: target.name, identity: identity,
+                               purpose: .pair, secrets: nil, timeoutMillis: timeout)
+        }
+    }
+
+    /// Runs the initiator's side over the channel `open` makes, on a thread of
+    /// its own; returns once the code is known (or pairing failed).
+    /// `expecting` is the key the responder's beacon carried: the handshake must prove that key.
+    func pair(named peerName: String, expecting expected: DeviceKey?,
+              open: @escaping @Sendable () throws(HandoffError) -> SecureChannel) async -> Result<PairingState.Offer, HandoffError> {
         pairing.nextSession += 1
         let id = pairing.nextSession
         pairing.sessions[id] = PairingState.Session()
-        let (identity, timeout, ownName) = (identity, configuration.transferTimeoutMillis, configuration.name)
-        log.info("pairing with \(target.name)")
+        let ownName = configuration.name
         return await withCheckedContinuation { continuation in
             pairing.sessions[id]?.ready = continuation
             let thread = Thread { [self] in
                 do throws(HandoffError) {
-                    let channel = try Daemon.connect(hosts: target.hosts, port: target.port, peerName: target.name,
-                                                     identity: identity, purpose: .pair, timeoutMillis: timeout)
+                    let channel = try open()
                     defer { channel.close() }
-                    try initiatePairing(over: channel, session: id, ownName: ownName, peerName: target.name)
+                    if let expected, channel.session.peerKey != expected {
+                        throw HandoffError(.trust, "The device that answered is not the \(peerName) whose pairing beacon this host heard.",
+                                           fix: "Someone else may be answering for it: do not pair on this network now, or give its device id.")
+                    }
+                    try initiatePairing(over: channel, session: id, ownName: ownName, peerName: peerName)
                 } catch {
                     waitFor { await self.pairingEnded(id, .failure(error)) }
                 }
@@ -128,10 +172,11 @@ extension Daemon {
         }
     }
 
-    private func pairingTarget(reference: String?, address: String?) throws(HandoffError) -> (hosts: [String], port: UInt16, name: String) {
+    private func pairingTarget(reference: String?, address: String?) throws(HandoffError)
+        -> (hosts: [String], port: UInt16, name: String, key: DeviceKey?) {
         if let address {
             let (host, port) = try Self.parseAddress(address)
-            return ([host], port, reference ?? address)
+            return ([host], port, reference ?? address, nil)
         }
         let candidates = pairableDevices()
         let matches: [PairingState.Beacon]
@@ -150,9 +195,13 @@ extension Daemon {
                                    fix: "Run 'handoff-peer pair' on the other host first (it waits), then run this again"
                                         + (names.isEmpty ? "; or give its address with --address." : ". Pairable now: \(names)."))
             }
-            throw HandoffError(.ambiguous, "More than one device has pairing open: \(names).", fix: "Name the one to pair with.")
+            // Names are not authenticated: several devices may claim one. Say so, with each key's id.
+            let claimants = matches.map { "\($0.name) (\(Ed25519.deviceID(of: $0.key)))" }.joined(separator: ", ")
+            throw HandoffError(.ambiguous, reference.map { "\(matches.count) devices named '\($0)' have pairing open: \(claimants)." }
+                                   ?? "More than one device has pairing open: \(names).",
+                               fix: "Give the device id that the other host shows (handoff-peer id), e.g. 'handoff-peer pair \(Ed25519.deviceID(of: matches[0].key))'.")
         }
-        return ([beacon.host], beacon.port, beacon.name)
+        return ([beacon.host], beacon.port, beacon.name, beacon.key)
     }
 
     /// HOST, HOST:PORT, or [IPV6]:PORT; the port defaults to 47181 and must be 1 to 65535.
@@ -232,31 +281,29 @@ extension Daemon {
             throw HandoffError(.signatureMismatch, "\(peerName)'s pairing nonce does not match its commitment.",
                                fix: "Do not pair on this network now: someone may be interfering. Try again elsewhere.")
         }
-        let code = PairingCode.code(transcriptHash: channel.session.transcriptHash, initiatorNonce: nonce, responderNonce: theirNonce)
+        let code = PairingCode.code(transcriptHash: channel.session.transcriptHash, initiator: identity.publicKey,
+                                    responder: channel.session.peerKey, initiatorNonce: nonce, responderNonce: theirNonce)
         try decideAndConfirm(over: channel, session: id, offer: .init(session: id, code: code, name: theirName, key: channel.session.peerKey))
     }
 
     nonisolated func respondToPairing(over channel: SecureChannel) throws(HandoffError) {
-        // Read nothing from a stranger unless our user opened pairing.
-        guard waitFor({ await self.isPairingOpen() }) else {
-            try channel.send(.refusal(.init(code: .trust, message: "\(configuration.name) does not have pairing open")))
-            return
-        }
-        guard case let .pairRequest(theirName) = try channel.receive() else {
-            throw HandoffError(.payloadInvalid, "Expected a pairing request.", fix: "Make sure both hosts run the same handoff version.")
-        }
+        // The handshake was answered only because pairing was open; take the session now or refuse.
         guard let id = waitFor({ await self.acceptPairingRequest() }) else {
-            try channel.send(.refusal(.init(code: .trust, message: "\(configuration.name) does not have pairing open")))
+            try channel.send(.refusal(.init(code: .trust, message: "pairing is not open here")))
             return
         }
         do throws(HandoffError) {
+            guard case let .pairRequest(theirName) = try channel.receive() else {
+                throw HandoffError(.payloadInvalid, "Expected a pairing request.", fix: "Make sure both hosts run the same handoff version.")
+            }
             let nonce = Random.bytes(TransferFrame.pairNonceBytes)
             try channel.send(.pairCommit(name: configuration.name, commitment: PairingCode.commitment(to: nonce)))
             guard case let .pairNonce(theirNonce) = try channel.receive() else {
                 throw HandoffError(.payloadInvalid, "Expected the initiator's pairing nonce.", fix: "Make sure both hosts run the same handoff version.")
             }
             try channel.send(.pairReveal(nonce))
-            let code = PairingCode.code(transcriptHash: channel.session.transcriptHash, initiatorNonce: theirNonce, responderNonce: nonce)
+            let code = PairingCode.code(transcriptHash: channel.session.transcriptHash, initiator: channel.session.peerKey,
+                                        responder: identity.publicKey, initiatorNonce: theirNonce, responderNonce: nonce)
             try decideAndConfirm(over: channel, session: id, offer: .init(session: id, code: code, name: theirName, key: channel.session.peerKey))
         } catch {
             waitFor { await self.pairingEnded(id, .failure(error)) }
@@ -264,7 +311,8 @@ extension Daemon {
     }
 
     /// Shows the code (through the waiting API request), waits for the local
-    /// user, exchanges confirmations, and records the outcome.
+    /// user, exchanges confirmations, then the keys, then whether each side
+    /// stored them: the pairing is kept on both sides or on neither.
     private nonisolated func decideAndConfirm(over channel: SecureChannel, session id: Int,
                                               offer: PairingState.Offer) throws(HandoffError) {
         let accepted = waitFor { await self.pairingReady(offer) }
@@ -272,28 +320,83 @@ extension Daemon {
         guard case let .pairConfirm(theirs) = try channel.receive() else {
             throw HandoffError(.payloadInvalid, "Expected the other side's confirmation.", fix: "Pair again.")
         }
-        let outcome: Result<PairingState.Offer, HandoffError>
-        if !accepted {
-            outcome = .failure(HandoffError(.declined, "Pairing with \(offer.name) was declined here.", fix: "Pair again if that was a mistake."))
-        } else if !theirs {
-            outcome = .failure(HandoffError(.declined, "\(offer.name) declined, or its screen showed another code.",
-                                            fix: "If the codes differed, do not pair on this network now; otherwise pair again."))
-        } else {
-            outcome = .success(offer)
+        guard accepted else {
+            throw HandoffError(.declined, "Pairing with \(offer.name) was declined here.", fix: "Pair again if that was a mistake.")
         }
-        waitFor { await self.pairingEnded(id, outcome) }
+        guard theirs else {
+            throw HandoffError(.declined, "\(offer.name) declined, or its screen showed another code.",
+                               fix: "If the codes differed, do not pair on this network now; otherwise pair again.")
+        }
+        // Secrets go only to the device both users just confirmed, over the channel the code vouched for.
+        var secret = identity.discoverySecret()
+        defer { wipe(&secret) }
+        let epoch = ServiceRecord.epoch(wallClockMillis: wallClockMillis())
+        try channel.send(.pairKeys(.init(agreementKey: identity.agreementKey, discoverySecret: secret, epoch: epoch)))
+        guard case let .pairKeys(keys) = try channel.receive() else {
+            throw HandoffError(.payloadInvalid, "Expected the other side's keys.", fix: "Make sure both hosts run the same handoff version, then pair again.")
+        }
+        guard identity.pairKey(with: offer.key, agreementKey: keys.agreementKey) != nil else {
+            throw HandoffError(.signatureMismatch, "\(offer.name) sent an unusable agreement key.", fix: "Pair again; if it repeats, do not pair with that device.")
+        }
+        let material = TrustStore.PairMaterial(
+            agreementKey: keys.agreementKey, discoverySecret: keys.discoverySecret,
+            sealChain: .seed(exporterKey: channel.session.exporterKey, epoch: min(epoch, keys.epoch) &- 1))
+        let stored = waitFor { await self.storePairing(offer, material) }
+        var theirsStored = false
+        do throws(HandoffError) {
+            try channel.send(.pairStored(stored.isSuccess))
+            if case let .pairStored(flag) = try channel.receive() { theirsStored = flag }
+        } catch {
+            theirsStored = false
+        }
+        switch stored {
+        case let .failure(error):
+            throw error
+        case let .success(before) where !theirsStored:
+            waitFor { await self.rollBackPairing(to: before, offer) }
+            throw HandoffError(.storage, "\(offer.name) could not store the pairing (or the connection ended first), so this host did not keep it either.",
+                               fix: "Check the state directory on \(offer.name) (disk full or read-only?), then pair again.")
+        case .success:
+            waitFor { await self.pairingEnded(id, .success(offer)) }
+        }
     }
 
     // MARK: - Session bookkeeping (on the actor)
 
-    /// A device asked to pair: take the first waiting `pairListen`, or refuse.
+    /// A device asked to pair: take the first waiting `pairListen`, or refuse
+    /// (pairing closed, or another device is pairing with this host right now).
     func acceptPairingRequest() -> Int? {
-        guard isPairingOpen(), let (listenerID, _) = pairing.listeners.min(by: { $0.key < $1.key }) else { return nil }
+        guard pairing.responding == nil, isPairingOpen(),
+              let (listenerID, _) = pairing.listeners.min(by: { $0.key < $1.key }) else { return nil }
         pairing.nextSession += 1
         let id = pairing.nextSession
         pairing.sessions[id] = PairingState.Session(ready: pairing.listeners.removeValue(forKey: listenerID))
+        pairing.responding = id
         if pairing.listeners.isEmpty { pairing.openUntilMillis = 0 }
         return id
+    }
+
+    /// Stores the confirmed peer; returns what the store held before, to roll back to.
+    func storePairing(_ offer: PairingState.Offer, _ material: TrustStore.PairMaterial) -> Result<TrustStore.Snapshot, HandoffError> {
+        let before = trust.snapshot
+        do throws(HandoffError) {
+            try trust.add(offer.key, name: offer.name, material: material, nowMillis: wallClockMillis())
+            return .success(before)
+        } catch {
+            log.warning("cannot store the pairing with \(Ed25519.deviceID(of: offer.key)): \(error.message)")
+            return .failure(error)
+        }
+    }
+
+    /// The other side did not store: put the trust store back as it was.
+    func rollBackPairing(to before: TrustStore.Snapshot, _ offer: PairingState.Offer) {
+        do throws(HandoffError) {
+            try trust.restore(offer.key, from: before)
+            log.info("rolled back the pairing with \(Ed25519.deviceID(of: offer.key)): the other side did not store it")
+        } catch {
+            log.error("cannot roll back the pairing with \(Ed25519.deviceID(of: offer.key)): \(error.message); run 'handoff-peer untrust \(Ed25519.deviceID(of: offer.key))'")
+        }
+        trustChanged()
     }
 
     /// The code is known: hand it to the waiting request, then wait for the user's answer.
@@ -322,19 +425,15 @@ extension Daemon {
         decision.resume(returning: false)
     }
 
-    /// Stores the key on success and reports the outcome to whoever waits for it.
-    func pairingEnded(_ id: Int, _ result: Result<PairingState.Offer, HandoffError>) {
-        var outcome = result
-        if case let .success(offer) = result {
-            do throws(HandoffError) {
-                try trust.add(offer.key, name: offer.name, nowMillis: wallClockMillis())
-                log.info("paired with \(Ed25519.deviceID(of: offer.key))")
-                broadcast(["event": "paired", "peer": .string(Ed25519.deviceID(of: offer.key).description), "name": .string(offer.name)])
-                trustChanged()
-            } catch {
-                outcome = .failure(error)
-            }
-        } else if case let .failure(error) = result {
+    /// Reports the outcome (both sides have stored on success) to whoever waits for it.
+    func pairingEnded(_ id: Int, _ outcome: Result<PairingState.Offer, HandoffError>) {
+        if pairing.responding == id { pairing.responding = nil }
+        switch outcome {
+        case let .success(offer):
+            log.info("paired with \(Ed25519.deviceID(of: offer.key))")
+            broadcast(["event": "paired", "peer": .string(Ed25519.deviceID(of: offer.key).description), "name": .string(offer.name)])
+            trustChanged()
+        case let .failure(error):
             log.info("pairing ended without pairing: \(error.code.rawValue)")
         }
         guard var session = pairing.sessions[id] else { return }
@@ -352,5 +451,12 @@ extension Daemon {
             }
             pairing.sessions[id] = session
         }
+    }
+}
+
+extension Result {
+    var isSuccess: Bool {
+        if case .success = self { return true }
+        return false
     }
 }

@@ -44,9 +44,9 @@ extension Daemon {
         guard force || epoch != beaconEpoch else { return }
         beaconEpoch = epoch
         var table: [[UInt8]: DeviceKey] = [:]
-        for key in trust.entries.keys {
+        for (key, secret) in trustedDiscoverySecrets() {
             for candidate in [epoch &- 1, epoch, epoch &+ 1] {
-                table[DiscoveryToken.beaconToken(for: key, epoch: candidate)] = key
+                table[DiscoveryToken.beaconToken(secret: secret, epoch: candidate)] = key
             }
         }
         beaconTable = table
@@ -59,7 +59,7 @@ extension Daemon {
         guard epoch != advertisedEpoch else { return }
         advertisedEpoch = epoch
         // Disabled: no beacon (the controller keeps scanning, so status can still say who is near).
-        bluetooth.setBeacon(token: settings.enabled ? DiscoveryToken.beaconToken(for: identity.publicKey, epoch: epoch) : nil)
+        bluetooth.setBeacon(token: settings.enabled ? DiscoveryToken.beaconToken(secret: identity.discoverySecret(), epoch: epoch) : nil)
     }
 
     func proximityJSON(_ key: DeviceKey, nowMillis: UInt64) -> JSONValue {

@@ -13,7 +13,7 @@ extension Daemon {
         defer { connection.close() }
         try? connection.setTimeout(millis: configuration.transferTimeoutMillis)
         do throws(HandoffError) {
-            let channel = try SecureChannel.accept(connection, identity: identity)
+            let channel = try SecureChannel.accept(connection, identity: identity) { hello in decide(hello) }
             connection.setDeadline(millisFromNow: nil)
             switch channel.session.purpose {
             case .fetch:
@@ -26,11 +26,40 @@ extension Daemon {
         }
     }
 
+    /// Which PSK answers a hello. A fetch must carry the hint of a device we
+    /// paired with (or untrusted: it hears so, authenticated, after the
+    /// handshake); pairing is answered only while our user has it open and no
+    /// other device is pairing. Everyone else gets a refusal that names nothing.
+    private nonisolated func decide(_ hello: Handshake.Hello) -> SecureChannel.Decision {
+        switch hello.purpose {
+        case .fetch:
+            // Computing the hints happens here, on the connection's thread, not on the actor.
+            let candidates = waitFor { await self.handshakeCandidates() }
+            guard let match = candidates.first(where: { hello.isFrom($0.secrets) }) else {
+                waitFor { await self.countStrangerHandshake() }
+                return .refuse(.init(code: .trust, message: "this device is not paired here"))
+            }
+            return .answer(psk: match.secrets.handshakePSK, expectedClient: match.key)
+        case .pair:
+            switch waitFor({ await self.pairingAvailability() }) {
+            case .open: return .answer(psk: Handshake.openPSK, expectedClient: nil)
+            case .closed: return .refuse(.init(code: .trust, message: "pairing is not open here"))
+            case .busy: return .refuse(.init(code: .trust, message: "another device is pairing here right now"))
+            }
+        }
+    }
+
+    func countStrangerHandshake() {
+        refusedCount += 1
+        log.info("refused a handshake from a device that is not paired")
+    }
+
     private nonisolated func serveFetch(over channel: SecureChannel) throws(HandoffError) {
         let requester = channel.session.peerKey
-        // Refuse strangers before reading anything from them.
+        // Only a device we untrusted gets here without being trusted: it knows
+        // who we are, and hears over the authenticated channel that we no longer trust it.
         guard waitFor({ await self.trust.contains(requester) }) else {
-            try channel.send(.refusal(.init(code: .trust, message: "\(configuration.name) (\(deviceID)) is not paired with device \(Ed25519.deviceID(of: requester))")))
+            try channel.send(.refusal(.init(code: .trust, message: Self.noLongerTrusted)))
             waitFor { await self.countRefusal(requester) }
             return
         }
@@ -46,9 +75,11 @@ extension Daemon {
         _ = try? channel.connection.read(exactly: 1)
     }
 
+    static let noLongerTrusted = "this device is no longer trusted here"
+
     func countRefusal(_ requester: DeviceKey) {
         refusedCount += 1
-        log.info("refused fetch from unpaired \(Ed25519.deviceID(of: requester))")
+        log.info("refused fetch from untrusted \(Ed25519.deviceID(of: requester))")
     }
 
     /// Decides what a fetch gets: the payload only for a paired device (proven
@@ -61,7 +92,7 @@ extension Daemon {
             return .refusal(.init(code: code, message: message))
         }
         guard trust.contains(requester) else {
-            return refuse(.trust, "\(configuration.name) (\(deviceID)) is not paired with device \(requesterID)")
+            return refuse(.trust, Self.noLongerTrusted)
         }
         guard settings.enabled else {
             return refuse(.enabled, "Handoff is switched off on \(configuration.name)")
@@ -91,7 +122,8 @@ extension Daemon {
 
     /// Connects to the first reachable address of `hosts` and completes the handshake.
     nonisolated static func connect(hosts: [String], port: UInt16, peerName: String, identity: Identity,
-                                    purpose: Handshake.Purpose, timeoutMillis: Int) throws(HandoffError) -> SecureChannel {
+                                    purpose: Handshake.Purpose, secrets: PairSecrets?,
+                                    timeoutMillis: Int) throws(HandoffError) -> SecureChannel {
         var failure = HandoffError(.network, "\(peerName) announced no address to connect to.",
                                    fix: "Wait for its next announcement and try again.")
         for host in hosts {
@@ -106,7 +138,7 @@ extension Daemon {
             }
             try? connection.setTimeout(millis: timeoutMillis)
             do {
-                return try SecureChannel.connect(connection, identity: identity, purpose: purpose)
+                return try SecureChannel.connect(connection, identity: identity, purpose: purpose, secrets: secrets, peerName: peerName)
             } catch {
                 connection.close()
                 throw error
@@ -117,12 +149,13 @@ extension Daemon {
 
     /// Fetches and verifies an offer. Blocking; run it with `onThread`.
     nonisolated static func fetch(offer: SignedSummary, hosts: [String], port: UInt16, peerName: String,
-                                  identity: Identity, timeoutMillis: Int) -> (Result<Activity, HandoffError>, FetchTiming) {
+                                  identity: Identity, secrets: PairSecrets,
+                                  timeoutMillis: Int) -> (Result<Activity, HandoffError>, FetchTiming) {
         var timing = FetchTiming()
         let started = monotonicNanos()
         do throws(HandoffError) {
             let channel = try connect(hosts: hosts, port: port, peerName: peerName, identity: identity,
-                                      purpose: .fetch, timeoutMillis: timeoutMillis)
+                                      purpose: .fetch, secrets: secrets, timeoutMillis: timeoutMillis)
             defer { channel.close() }
             let connected = monotonicNanos()
             timing.handshakeMillis = Double(connected - started) / 1e6
@@ -145,8 +178,13 @@ extension Daemon {
         try channel.send(.fetch(.init(summarySender: summary.senderKey, summarySequence: summary.sequence,
                                       payloadDigest: summary.payloadDigest)))
         switch try channel.receive() {
+        case let .refusal(refusal) where refusal.code == .trust:
+            // Authenticated: only the sender of the offer could have sent this over the channel.
+            throw HandoffError(.trust, "\(summary.senderName) no longer trusts this device: pair again.",
+                               fix: fix(forRefusal: .trust, peerName: summary.senderName))
         case let .refusal(refusal):
-            throw HandoffError(refusal.code, "\(summary.senderName) refused: \(refusal.message).", fix: fix(forRefusal: refusal.code, identity: identity))
+            throw HandoffError(refusal.code, "\(summary.senderName) refused: \(refusal.message).",
+                               fix: fix(forRefusal: refusal.code, peerName: summary.senderName))
         case let .payload(payload):
             guard payload.count == Int(summary.payloadSize) else {
                 throw HandoffError(.payloadInvalid, "The payload is \(payload.count) bytes, the summary said \(summary.payloadSize).",
@@ -168,9 +206,9 @@ extension Daemon {
         }
     }
 
-    nonisolated static func fix(forRefusal code: HandoffError.Code, identity: Identity) -> String {
+    nonisolated static func fix(forRefusal code: HandoffError.Code, peerName: String) -> String {
         switch code {
-        case .trust: "Pair the two hosts: run 'handoff-peer pair' on the other host and 'handoff-peer pair <its name>' here."
+        case .trust: "Pair the two hosts again: run 'handoff-peer pair' on \(peerName) and 'handoff-peer pair \(peerName)' here."
         case .enabled: "On the other host, run 'handoff-peer enable'."
         case .notCurrent: "The other host has moved on; run 'handoff-peer list' to see what it offers now."
         default: "Check the other host's log (handoffd) for details."
@@ -205,9 +243,14 @@ extension Daemon {
         broadcast(willContinue.objectValue!)
         log.info("accepting type \(type) from \(peer.deviceID) for \(target.app)")
         let (identity, timeout) = (identity, configuration.transferTimeoutMillis)
-        let (hosts, port, name) = (peer.hosts, peer.transferPort, peer.name)
-        let (fetched, timing) = await onThread(name: "fetch") {
-            Daemon.fetch(offer: offer, hosts: hosts, port: port, peerName: name, identity: identity, timeoutMillis: timeout)
+        let (hosts, port, name, secrets) = (peer.hosts, peer.transferPort, peer.name, pairSecrets(for: peer.key))
+        let (fetched, timing) = await onThread(name: "fetch") { () -> (Result<Activity, HandoffError>, FetchTiming) in
+            guard let secrets else {
+                return (.failure(HandoffError(.trust, "\(name) was paired by an older handoff version; this version needs the keys a new pairing exchanges.",
+                                             fix: Daemon.fix(forRefusal: .trust, peerName: name))), FetchTiming())
+            }
+            return Daemon.fetch(offer: offer, hosts: hosts, port: port, peerName: name, identity: identity, secrets: secrets,
+                                timeoutMillis: timeout)
         }
         let outcome = await finishAccept(fetched.map { (peer, $0, timing) }, acceptID: acceptID, peer: peer, type: type,
                                          target: target, willContinue: willContinue)

@@ -37,10 +37,11 @@ public actor Daemon {
     /// mDNS sightings by instance name (one per address family and link).
     var sightings: [String: [ServiceSighting]] = [:]
     var publishedEpoch: UInt64?
-    /// Pair keys with every trusted device, and the hints under which each
-    /// device's sealed announcements arrive in the current periods.
-    var pairKeys: [DeviceKey: [UInt8]] = [:]
-    var hintTable: [[UInt8]: DeviceKey] = [:]
+    /// Handshake secrets of every trusted and untrusted-but-remembered device
+    /// (computed once per trust change), and the hints under which each trusted
+    /// device's sealed announcements arrive in the current periods, with the period's key.
+    var pairSecretsCache: [DeviceKey: PairSecrets]?
+    var hintTable: [[UInt8]: (key: DeviceKey, periodKey: [UInt8])] = [:]
     var hintEpoch: UInt64?
     var pairing = PairingState()
     var bluetooth: BluetoothDiscovery?
@@ -264,11 +265,13 @@ public actor Daemon {
         do {
             let inner = try announcement.signedDatagram(by: identity)
             let epoch = ServiceRecord.epoch(wallClockMillis: now)
+            refreshHints(nowMillis: now)
             // With Bluetooth on, summaries go only to devices that are near; a goodbye goes to all.
-            for key in trust.entries.keys where kind == .goodbye || !settings.enabled || isNear(key, nowMillis: now) {
-                guard let pairKey = pairKey(for: key) else { continue }
+            for entry in trust.entries.values where kind == .goodbye || !settings.enabled || isNear(entry.key, nowMillis: now) {
+                guard let periodKey = entry.material?.sealChain.key(at: epoch) else { continue }
                 outgoing.append(OutgoingAnnouncement(
-                    recipient: key, bytes: AnnouncementSeal.seal(inner, pairKey: pairKey, sender: identity.publicKey, epoch: epoch)))
+                    recipient: entry.key, bytes: AnnouncementSeal.seal(inner, periodKey: periodKey, sender: identity.publicKey,
+                                                                       minute: now / 60_000)))
             }
             if kind == .present, isPairingOpen() {
                 var beacon = announcement
@@ -311,11 +314,29 @@ public actor Daemon {
         announce()
     }
 
-    func pairKey(for key: DeviceKey) -> [UInt8]? {
-        if let cached = pairKeys[key] { return cached }
-        let derived = identity.pairKey(with: key)
-        pairKeys[key] = derived
-        return derived
+    /// The handshake secrets shared with `key`; nil for a device paired by a version before 3.
+    func pairSecrets(for key: DeviceKey) -> PairSecrets? {
+        handshakeSecrets()[key]
+    }
+
+    /// Every device whose hint the transfer port answers: trusted ones, and
+    /// untrusted ones we still remember (they are told so, authenticated).
+    func handshakeCandidates() -> [(key: DeviceKey, secrets: PairSecrets)] {
+        handshakeSecrets().map { ($0.key, $0.value) }
+    }
+
+    private func handshakeSecrets() -> [DeviceKey: PairSecrets] {
+        if let cached = pairSecretsCache { return cached }
+        var secrets: [DeviceKey: PairSecrets] = [:]
+        let known = trust.entries.values.compactMap { entry in entry.material.map { (entry.key, $0.agreementKey) } }
+            + trust.revoked.map { ($0.key, $0.agreementKey) }
+        for (key, agreementKey) in known {
+            guard var pairKey = identity.pairKey(with: key, agreementKey: agreementKey) else { continue }
+            secrets[key] = PairSecrets(pairKey: pairKey)
+            wipe(&pairKey)
+        }
+        pairSecretsCache = secrets
+        return secrets
     }
 
     // MARK: - Publishing

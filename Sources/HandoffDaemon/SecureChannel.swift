@@ -22,13 +22,27 @@ final class SecureChannel: FrameChannel {
         self.receiver = receiver
     }
 
-    /// Runs the client side of the handshake on a connected socket.
-    static func connect(_ connection: StreamConnection, identity: Identity,
-                        purpose: Handshake.Purpose) throws(HandoffError) -> SecureChannel {
+    /// What the server does with a client's hello.
+    enum Decision {
+        /// Answer under `psk`; `expectedClient` is the device the hint named (a fetch).
+        case answer(psk: [UInt8], expectedClient: DeviceKey?)
+        /// Say no in the clear, naming nothing: the client proved nothing yet.
+        case refuse(TransferFrame.Refusal)
+    }
+
+    /// Runs the client side of the handshake on a connected socket; a fetch needs the pair's secrets.
+    static func connect(_ connection: StreamConnection, identity: Identity, purpose: Handshake.Purpose,
+                        secrets: PairSecrets?, peerName: String? = nil) throws(HandoffError) -> SecureChannel {
         let plain = StreamFrameChannel(connection: connection)
-        let client = Handshake.Client(identity: identity, purpose: purpose)
+        let client = Handshake.Client(identity: identity, purpose: purpose, secrets: secrets)
         try plain.send(.hello(client.hello))
-        guard case let .serverHello(answer) = try plain.receive() else {
+        let answer: [UInt8]
+        switch try plain.receive() {
+        case let .serverHello(bytes):
+            answer = bytes
+        case let .refusal(refusal):
+            throw unauthenticatedRefusal(refusal, purpose: purpose, from: peerName ?? connection.remote)
+        default:
             throw HandoffError(.payloadInvalid, "The peer did not answer the handshake.", fix: "Make sure both hosts run the same handoff version.")
         }
         let (auth, session) = try client.receive(serverHello: answer)
@@ -36,15 +50,46 @@ final class SecureChannel: FrameChannel {
         return try establish(connection, session: session)
     }
 
-    /// Runs the server side of the handshake on an accepted socket.
-    static func accept(_ connection: StreamConnection, identity: Identity) throws(HandoffError) -> SecureChannel {
+    /// A refusal before the handshake proves nothing about who sent it: a fetch
+    /// reports it as the network's fault (anyone on the path could have sent
+    /// it); a pairing refusal keeps its code (pairing has no secret to prove).
+    static func unauthenticatedRefusal(_ refusal: TransferFrame.Refusal, purpose: Handshake.Purpose, from peer: String) -> HandoffError {
+        switch purpose {
+        case .pair:
+            return HandoffError(refusal.code, "\(peer) refused: \(refusal.message).",
+                                fix: "Run 'handoff-peer pair' on \(peer) first (it waits for this host), then pair again here.")
+        case .fetch:
+            return HandoffError(.network, "The host at \(peer)'s address did not recognise this device and did not identify itself (\(refusal.message)).",
+                                fix: "If it is \(peer) and it lost its pairing with this device, pair again; otherwise its address changed: wait for its next announcement and accept again.")
+        }
+    }
+
+    /// Runs the server side of the handshake on an accepted socket. `decide`
+    /// sees the hello first: the server says who it is only under the PSK it picks.
+    static func accept(_ connection: StreamConnection, identity: Identity,
+                       decide: (Handshake.Hello) -> Decision) throws(HandoffError) -> SecureChannel {
         let plain = StreamFrameChannel(connection: connection)
         let server = Handshake.Server(identity: identity)
-        guard case let .hello(hello) = try plain.receive() else {
+        guard case let .hello(bytes) = try plain.receive() else {
             throw HandoffError(.payloadInvalid, "The peer did not start with a handshake.", fix: "Make sure both hosts run the same handoff version.")
         }
-        let (_, answer) = try server.receive(hello: hello)
-        try plain.send(.serverHello(answer))
+        let hello: Handshake.Hello
+        do {
+            hello = try Handshake.Hello(bytes)
+        } catch {
+            if bytes.first != Handshake.version {
+                // An older or newer client hears which version to install; nothing else.
+                try? plain.send(.refusal(.init(code: .invalidRequest, message: "handshake version \(bytes.first ?? 0) is not supported; this host speaks \(Handshake.version)")))
+            }
+            throw error
+        }
+        switch decide(hello) {
+        case let .refuse(refusal):
+            try plain.send(.refusal(refusal))
+            throw HandoffError(refusal.code, "refused before the handshake: \(refusal.message)", fix: "None needed here.")
+        case let .answer(psk, expectedClient):
+            try plain.send(.serverHello(try server.answer(hello, psk: psk, expectedClient: expectedClient)))
+        }
         guard case let .clientAuth(auth) = try plain.receive() else {
             throw HandoffError(.payloadInvalid, "The peer did not authenticate.", fix: "Make sure both hosts run the same handoff version.")
         }

@@ -3,24 +3,24 @@ import HandoffCrypto
 import Testing
 
 @Suite struct TransferFrameTests {
-    // The handshake messages of the handshake vector (Vectors.md, "Handshake"): the
+    // The handshake messages of the handshake vector (Docs/PROTOCOL.md, "Handshake"): the
     // frames carry them opaquely, the handshake checks their sizes.
-    static let hello = hex("02 01 8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a")
+    static let hello = hex("03 01 8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a 6f4cf4b66a9ee6131bf8f2488cd808dc")
     static let serverHello = hex("""
         de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f
-        f984c62b8ca884ec5db218b76eca759edf07ac17fb07dfdc14346ff0ac59c63f
-        d41dc800c1786beb61d64fb296276e31ade2434d83bc3bb3cdb9e3d736ca3e36
-        70541b3c65f116666b59778356bddda7f2c8cad6a565fda033d10c5c46ceac6f
-        e9a224973e59820a901bdc389592a68e
+        0568a1318bc62268e44749546cc9dc00065b64f54e17b360764d57dd5dfcd4cc
+        d05a5113f24076dc634bd5b2822fa76bb68b88d9b4e444763e0084d30b726ce3
+        962408f17bd57668f1331449816c99ad40df7565d80ef82ab91fb735e6fbddc8
+        e85cb52a26eaaf8d0934a25de4387848
         """)
     static let clientAuth = hex("""
-        8dc1c3d9e785fef662edf464b531f38ed9db2108e9b16ccbe129dbd65176757e
-        6f56cc60546434a9b2b9e48d75b84bb79f8bbebe115e49eb21afd881a0f6ad83
-        8a1b37538cc7cc7dae6a67513f2ff8fca12cc3e25e4a0b6099a9a4b615cd87fa
-        f07a9ed00ccc89daae83484adb4d8c42
+        d81a9e37d404a4bef873894fab49f07984244e0ed890cdbab21a516215b4d73e
+        3c1ccc4f32ea472df45122b768597cc2949bd0f8472493dbcbf3ce5968395dd4
+        f7e3cb3e90cb702a9e44f4a5df26c4c5160c53a6debc4e0b96ddc0797cab6a6e
+        a83b32ff2bfa208578b2444b319e31f9
         """)
 
-    static let helloBytes = hex("02 05 00000022") + hello
+    static let helloBytes = hex("02 05 00000032") + hello
     static let serverHelloBytes = hex("02 06 00000090") + serverHello
     static let clientAuthBytes = hex("02 07 00000070") + clientAuth
 
@@ -53,17 +53,30 @@ import Testing
     static let pairRevealBytes = hex("02 0b 00000020") + responderNonce
     static let pairAcceptBytes = hex("02 0c 00000001 01")
     static let pairDeclineBytes = hex("02 0c 00000001 00")
+    /// A's agreement key, A's discovery secret (Docs/PROTOCOL.md, "Keys"), period 1888888.
+    static let pairKeys = TransferFrame.PairKeys(
+        agreementKey: hex("ec774eba91cb1cd903c21e53db220b09292563a1b2c5017f4fbdcc21310a3166"),
+        discoverySecret: hex("570b55998de77aa8d67d563ba2dadcab67fa546a9f8769eac2b5337b8ea104be"), epoch: 1_888_888)
+    static let pairKeysBytes = hex("""
+        02 0d 00000048
+        ec774eba91cb1cd903c21e53db220b09292563a1b2c5017f4fbdcc21310a3166
+        570b55998de77aa8d67d563ba2dadcab67fa546a9f8769eac2b5337b8ea104be
+        00000000001cd278
+        """)
+    static let pairStoredBytes = hex("02 0e 00000001 01")
+    static let pairNotStoredBytes = hex("02 0e 00000001 00")
 
     static var vectors: [(TransferFrame, [UInt8])] {
         [(.hello(hello), helloBytes), (.serverHello(serverHello), serverHelloBytes), (.clientAuth(clientAuth), clientAuthBytes),
          (.fetch(fetch), fetchBytes), (.payload(VectorInputs.payload), payloadBytes), (.refusal(refusal), refusalBytes),
          (.pairRequest(name: "beta"), pairRequestBytes), (.pairCommit(name: "alpha", commitment: commitment), pairCommitBytes),
          (.pairNonce(initiatorNonce), pairNonceBytes), (.pairReveal(responderNonce), pairRevealBytes),
-         (.pairConfirm(accepted: true), pairAcceptBytes), (.pairConfirm(accepted: false), pairDeclineBytes)]
+         (.pairConfirm(accepted: true), pairAcceptBytes), (.pairConfirm(accepted: false), pairDeclineBytes),
+         (.pairKeys(pairKeys), pairKeysBytes), (.pairStored(true), pairStoredBytes), (.pairStored(false), pairNotStoredBytes)]
     }
 
     /// Every kind this version knows.
-    static let kinds: ClosedRange<UInt8> = 2...12
+    static let kinds: ClosedRange<UInt8> = 2...14
 
     @Test func staticVectorsEncode() {
         for (frame, bytes) in Self.vectors {
@@ -131,8 +144,8 @@ import Testing
         // The v1 vectors themselves.
         #expect(throws: WireError.unsupportedVersion(1)) { try TransferFrame(decoding: hex("01 04 00000012 0b 6e6f742d63757272656e74 0004 676f6e65")) }
         #expect(throws: WireError.unsupportedVersion(1)) { try TransferFrame(decoding: hex("01 03 00000000")) }
-        // Kind 1 was the v1 challenge; 0 and 13 and up were never used.
-        for kind: UInt8 in [0, 1, 13, 0x80, 0xFF] {
+        // Kind 1 was the v1 challenge; 0 and 15 and up were never used.
+        for kind: UInt8 in [0, 1, 15, 0x80, 0xFF] {
             #expect(throws: WireError.unknownKind(kind)) { try TransferFrame.bodyLength(header: [2, kind, 0, 0, 0, 0]) }
             #expect(throws: WireError.unknownKind(kind)) { try TransferFrame(kind: kind, body: []) }
             #expect(throws: WireError.unknownKind(kind)) { try TransferFrame(decoding: [2, kind, 0, 0, 0, 0]) }

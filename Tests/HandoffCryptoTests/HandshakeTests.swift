@@ -2,27 +2,54 @@ import HandoffCore
 import HandoffCrypto
 import Testing
 
-/// The static handshake of Vectors.md ("Handshake"): B (RFC 8032 test 2) connects to
-/// fetch from A (test 1); B's ephemeral secret is RFC 7748 Alice's, A's is Bob's.
-/// Computed independently with Python (hashlib, cryptography, HChaCha20 by hand).
+/// The static handshake of Docs/PROTOCOL.md ("Handshake"): B (RFC 8032 test 2) connects to
+/// fetch from A (test 1); B's ephemeral secret is RFC 7748 Alice's, A's is Bob's; the PSK and
+/// hint key come from the A-B pair key. Computed independently with Python (hashlib,
+/// cryptography, HChaCha20 by hand).
 enum HandshakeVector {
-    static let hello = hex("02 01 8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a")
+    static let hello = hex("03 01 8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a 6f4cf4b66a9ee6131bf8f2488cd808dc")
     static let serverHello = hex("""
         de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f
-        f984c62b8ca884ec5db218b76eca759edf07ac17fb07dfdc14346ff0ac59c63f
-        d41dc800c1786beb61d64fb296276e31ade2434d83bc3bb3cdb9e3d736ca3e36
-        70541b3c65f116666b59778356bddda7f2c8cad6a565fda033d10c5c46ceac6f
-        e9a224973e59820a901bdc389592a68e
+        0568a1318bc62268e44749546cc9dc00065b64f54e17b360764d57dd5dfcd4cc
+        d05a5113f24076dc634bd5b2822fa76bb68b88d9b4e444763e0084d30b726ce3
+        962408f17bd57668f1331449816c99ad40df7565d80ef82ab91fb735e6fbddc8
+        e85cb52a26eaaf8d0934a25de4387848
         """)
     static let clientAuth = hex("""
-        8dc1c3d9e785fef662edf464b531f38ed9db2108e9b16ccbe129dbd65176757e
-        6f56cc60546434a9b2b9e48d75b84bb79f8bbebe115e49eb21afd881a0f6ad83
-        8a1b37538cc7cc7dae6a67513f2ff8fca12cc3e25e4a0b6099a9a4b615cd87fa
-        f07a9ed00ccc89daae83484adb4d8c42
+        d81a9e37d404a4bef873894fab49f07984244e0ed890cdbab21a516215b4d73e
+        3c1ccc4f32ea472df45122b768597cc2949bd0f8472493dbcbf3ce5968395dd4
+        f7e3cb3e90cb702a9e44f4a5df26c4c5160c53a6debc4e0b96ddc0797cab6a6e
+        a83b32ff2bfa208578b2444b319e31f9
         """)
-    static let transcriptHash = hex("f5352355d9f130e7b92fcaea9fc6e4bf15667b9a706cf3fd1341a446d7429717")
-    static let clientToServer = hex("a48e2eb29ffd9ba329b202c00a216b5fd9669e61684a901759164a98a4367be0")
-    static let serverToClient = hex("0c038f15924fbad32e3e091db72deb399fdb1e31595624c30a62deee273c93d6")
+    static let transcriptHash = hex("007337d17ad1f89ec84048b28558139f29266b69a1d3fc4a0c678632f9f8b00c")
+    static let clientToServer = hex("7304a3f7ada15a6ef8785866a0f631dfdc40ee225fe0ac7d6e8136bafaa5daac")
+    static let serverToClient = hex("11ea38af4abbd65356611af09b200d3906af22945ac00a729e1b56c000bd2a35")
+    static let exporter = hex("5cb855118a16462c4737795ff3cd0c41cf45e73acc6300dadc754509f2ad9112")
+}
+
+/// The A-B pair's handshake secrets (`PairSecrets`), from the pair key of the vectors.
+let pairSecretsAB = PairSecrets(pairKey: rfcIdentity().pairKey(with: rfcIdentity2().publicKey, agreementKey: rfcIdentity2().agreementKey)!)
+
+extension Handshake.Client {
+    /// A fetch under the A-B pair's secrets; pairing with none.
+    convenience init(identity: Identity, purpose: Handshake.Purpose, ephemeral: EphemeralKey = EphemeralKey()) {
+        self.init(identity: identity, purpose: purpose, secrets: purpose == .fetch ? pairSecretsAB : nil, ephemeral: ephemeral)
+    }
+}
+
+extension Handshake.Server {
+    /// Parses the hello and answers it as a daemon would for the A-B pair: the
+    /// PSK of the pair the hint names for a fetch (refused otherwise), the open PSK for pairing.
+    func receive(hello bytes: [UInt8]) throws(HandoffError) -> (purpose: Handshake.Purpose, serverHello: [UInt8]) {
+        let hello = try Handshake.Hello(bytes)
+        switch hello.purpose {
+        case .fetch:
+            guard hello.isFrom(pairSecretsAB) else { throw HandoffError(.trust, "not paired", fix: "") }
+            return (.fetch, try answer(hello, psk: pairSecretsAB.handshakePSK, expectedClient: nil))
+        case .pair:
+            return (.pair, try answer(hello, psk: Handshake.openPSK, expectedClient: nil))
+        }
+    }
 }
 
 /// Runs a whole handshake; fails the test if either side throws.
@@ -58,7 +85,8 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
         #expect(client.transcriptHash == server.transcriptHash)
         #expect(client.transcriptHash.count == 32)
         #expect(messages.map(\.count) == [Handshake.helloBytes, Handshake.serverHelloBytes, Handshake.clientAuthBytes])
-        #expect(messages.map(\.count) == [34, 144, 112])
+        #expect(messages.map(\.count) == [50, 144, 112])
+        #expect(client.exporterKey == server.exporterKey && client.exporterKey != client.sendKey)
     }
 
     @Test(arguments: [Handshake.Purpose.fetch, .pair])
@@ -103,6 +131,8 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
         #expect(serverSession.receiveKey == HandshakeVector.clientToServer)
         #expect(clientSession.peerKey.bytes == rfcPublicKey)
         #expect(serverSession.peerKey.bytes == rfcPublicKey2)
+        #expect(clientSession.exporterKey == HandshakeVector.exporter)
+        #expect(serverSession.exporterKey == HandshakeVector.exporter)
     }
 
     /// The recorded messages are accepted by fresh parties holding the same ephemeral secrets.
@@ -188,7 +218,7 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
 
     @Test func wrongSizesFail() throws {
         let client = Handshake.Client(identity: beta, purpose: .fetch)
-        for length in [0, 1, Handshake.helloBytes - 1, Handshake.helloBytes + 1, 256] {
+        for length in [1, Handshake.helloBytes - 1, Handshake.helloBytes + 1, 256] {
             let hello = Array((client.hello + [UInt8](repeating: 0x42, count: 256)).prefix(length))
             expectHandshakeFailure("hello of \(length) bytes") { () throws(HandoffError) in
                 _ = try Handshake.Server(identity: alpha).receive(hello: hello)
@@ -211,13 +241,13 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
         }
     }
 
-    @Test(arguments: [UInt8(0), 1, 3, 0xFF])
+    @Test(arguments: [UInt8(0), 1, 2, 4, 0xFF])
     func otherVersionsFail(_ version: UInt8) {
         var hello = Handshake.Client(identity: beta, purpose: .fetch).hello
         hello[0] = version
         let error = #expect(throws: HandoffError.self) { try Handshake.Server(identity: alpha).receive(hello: hello) }
-        #expect(error?.code == .payloadInvalid)
-        #expect(error?.message == "The peer speaks handshake version \(version); this host speaks 2.")
+        #expect(error?.code == .invalidRequest)
+        #expect(error?.message == "The peer speaks handshake version \(version); this host speaks 3.")
     }
 
     @Test(arguments: [UInt8(0), 3, 0xFF])
@@ -230,7 +260,7 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
     @Test func lowOrderEphemeralKeysFail() throws {
         let zero = [UInt8](repeating: 0, count: 32)
         expectHandshakeFailure("client ephemeral all zero") { () throws(HandoffError) in
-            _ = try Handshake.Server(identity: alpha).receive(hello: [2, 1] + zero)
+            _ = try Handshake.Server(identity: alpha).receive(hello: [3, 2] + zero + [UInt8](repeating: 0, count: 16))
         }
         let client = Handshake.Client(identity: beta, purpose: .fetch)
         let (_, serverHello) = try Handshake.Server(identity: alpha).receive(hello: client.hello)
@@ -252,4 +282,69 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
             expectHandshakeFailure("random serverHello #\(index)") { () throws(HandoffError) in _ = try client.receive(serverHello: garbage) }
         }
     }
+
+    // MARK: - Identity hiding
+
+    /// The hint names the pair only to the server: it changes with every connection,
+    /// matches only that pair's secrets, and carries neither key.
+    @Test func theHintIsFreshAndMeaningfulOnlyToThePair() throws {
+        let first = Handshake.Client(identity: beta, purpose: .fetch).hello
+        let second = Handshake.Client(identity: beta, purpose: .fetch).hello
+        #expect(first.suffix(Handshake.hintBytes) != second.suffix(Handshake.hintBytes))
+        let otherPair = PairSecrets(pairKey: try #require(alpha.pairKey(with: gamma.publicKey, agreementKey: gamma.agreementKey)))
+        for hello in [first, second] {
+            let parsed = try Handshake.Hello(hello)
+            #expect(parsed.isFrom(pairSecretsAB))
+            #expect(!parsed.isFrom(otherPair))
+            for secret in [alpha.publicKey.bytes, beta.publicKey.bytes, alpha.agreementKey, beta.agreementKey] {
+                #expect(!contains(hello, secret))
+            }
+        }
+        // A pairing hello carries no hint and names no pair.
+        let pairing = try Handshake.Hello(Handshake.Client(identity: beta, purpose: .pair).hello)
+        #expect(pairing.hint == [UInt8](repeating: 0, count: Handshake.hintBytes))
+        #expect(!pairing.isFrom(pairSecretsAB))
+        // A hint copied onto another ephemeral key no longer matches (no replay onto a fresh key).
+        var moved = first
+        moved[2] ^= 1
+        #expect(!(try Handshake.Hello(moved)).isFrom(pairSecretsAB))
+    }
+
+    /// A client without the pair's secrets cannot read the server's identity,
+    /// even when the server answers it (say, with a hello replayed from the pair).
+    @Test func withoutThePSKTheServerIdentityStaysSealed() throws {
+        let stranger = Handshake.Client(identity: gamma, purpose: .fetch,
+                                        secrets: PairSecrets(pairKey: [UInt8](repeating: 7, count: 32)))
+        let server = Handshake.Server(identity: alpha)
+        let answer = try server.answer(try Handshake.Hello(stranger.hello), psk: pairSecretsAB.handshakePSK, expectedClient: nil)
+        expectHandshakeFailure("stranger opens serverHello") { () throws(HandoffError) in _ = try stranger.receive(serverHello: answer) }
+        #expect(!contains(answer, alpha.publicKey.bytes))
+    }
+
+    /// The server finishes only with the device the hint named, even if another device has a valid key.
+    @Test func theClientMustBeTheDeviceTheHintNamed() throws {
+        let client = Handshake.Client(identity: beta, purpose: .fetch)
+        let server = Handshake.Server(identity: alpha)
+        let answer = try server.answer(try Handshake.Hello(client.hello), psk: pairSecretsAB.handshakePSK, expectedClient: gamma.publicKey)
+        let (auth, _) = try client.receive(serverHello: answer)
+        expectHandshakeFailure("client is not the named device") { () throws(HandoffError) in _ = try server.receive(clientAuth: auth) }
+    }
+
+    /// The PSK is mixed into every key: the same ephemeral keys under another PSK give other keys.
+    @Test func thePSKChangesEveryKey() throws {
+        let open = Handshake.Client(identity: beta, purpose: .pair, ephemeral: EphemeralKey(secret: RFC7748.alicePrivate))
+        let server = Handshake.Server(identity: alpha, ephemeral: EphemeralKey(secret: RFC7748.bobPrivate))
+        let answer = try server.answer(try Handshake.Hello(open.hello), psk: Handshake.openPSK, expectedClient: nil)
+        let (_, session) = try open.receive(serverHello: answer)
+        #expect(session.sendKey != HandshakeVector.clientToServer && session.receiveKey != HandshakeVector.serverToClient)
+        #expect(Array(answer.prefix(32)) == Array(HandshakeVector.serverHello.prefix(32)))
+        #expect(Array(answer.dropFirst(32)) != Array(HandshakeVector.serverHello.dropFirst(32)))
+    }
+}
+
+private let gamma = try! Identity(seed: [UInt8](repeating: 9, count: 32))
+
+private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+    guard !needle.isEmpty, haystack.count >= needle.count else { return false }
+    return (0...(haystack.count - needle.count)).contains { Array(haystack[$0..<($0 + needle.count)]) == needle }
 }

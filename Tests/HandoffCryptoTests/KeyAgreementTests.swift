@@ -6,11 +6,13 @@ private let keyA = DeviceKey(bytes: rfcPublicKey)!
 private let keyB = DeviceKey(bytes: rfcPublicKey2)!
 private let third = try! Identity(seed: [UInt8](repeating: 9, count: 32))
 
-/// Computed independently (Vectors.md, "Pair key"): A's and B's keys in X25519
-/// form, and the key the pair shares.
+/// Computed independently (Docs/PROTOCOL.md, "Pair key"): A's and B's agreement keys
+/// (X25519, the secret derived from the seed), and the key the pair shares.
+private let agreementKeyA = hex("ec774eba91cb1cd903c21e53db220b09292563a1b2c5017f4fbdcc21310a3166")
+private let agreementKeyB = hex("f996645def223e470b53a335f0e79f4b32be41770a276e39ca8218ebec721f5c")
+private let pairKeyAB = hex("386a8e16359b2d81831785ca3f74af405039f64c6592f7426713c830271cba6c")
+/// The Montgomery form of A's Ed25519 key (what libsodium's conversion would give): not the agreement key.
 private let x25519FormOfA = hex("d85e07ec22b0ad881537c2f44d662d1a143cf830c57aca4305d85c7a90f6b62e")
-private let x25519FormOfB = hex("25c704c594b88afc00a76b69d1ed2b984d7e22550f3ed0802d04fbcd07d38d47")
-private let pairKeyAB = hex("7b2bfa0c758a3a86d37d01e7867045f83125b11c859cdfac5d2d9df571789f30")
 
 @Suite struct X25519Tests {
     /// RFC 7748 section 6.1, through the fixed-secret initializer the handshake vector uses.
@@ -52,19 +54,21 @@ private let pairKeyAB = hex("7b2bfa0c758a3a86d37d01e7867045f83125b11c859cdfac5d2
         #expect(EphemeralKey(secret: RFC7748.alicePrivate).sharedSecret(with: []) == nil)
     }
 
-    @Test func edwardsKeysConvertToTheirMontgomeryForm() throws {
-        #expect(X25519.publicKey(of: keyA) == x25519FormOfA)
-        #expect(X25519.publicKey(of: keyB) == x25519FormOfB)
-        // Not a point of the right order: no X25519 form.
-        #expect(X25519.publicKey(of: DeviceKey(bytes: [UInt8](repeating: 0, count: 32))!) == nil)
+    /// The agreement key is derived from the seed, not converted from the signing key:
+    /// the Ed25519 key is never used for Diffie-Hellman.
+    @Test func agreementKeysAreDerivedNotConverted() {
+        #expect(rfcIdentity().agreementKey == agreementKeyA)
+        #expect(rfcIdentity2().agreementKey == agreementKeyB)
+        #expect(rfcIdentity().agreementKey != x25519FormOfA)
+        #expect(rfcIdentity().agreementKey != keyA.bytes)
     }
 }
 
 @Suite struct PairKeyTests {
     @Test func bothSidesDeriveTheSameKey() throws {
         let a = rfcIdentity(), b = rfcIdentity2()
-        let fromA = try #require(a.pairKey(with: b.publicKey))
-        let fromB = try #require(b.pairKey(with: a.publicKey))
+        let fromA = try #require(a.pairKey(with: b.publicKey, agreementKey: b.agreementKey))
+        let fromB = try #require(b.pairKey(with: a.publicKey, agreementKey: a.agreementKey))
         #expect(fromA == fromB)
         #expect(fromA.count == 32)
         #expect(fromA == pairKeyAB)
@@ -72,16 +76,27 @@ private let pairKeyAB = hex("7b2bfa0c758a3a86d37d01e7867045f83125b11c859cdfac5d2
 
     @Test func anotherPairHasAnotherKey() throws {
         let a = rfcIdentity(), b = rfcIdentity2()
-        let ab = try #require(a.pairKey(with: b.publicKey))
-        let ac = try #require(a.pairKey(with: third.publicKey))
-        let bc = try #require(b.pairKey(with: third.publicKey))
+        let ab = try #require(a.pairKey(with: b.publicKey, agreementKey: b.agreementKey))
+        let ac = try #require(a.pairKey(with: third.publicKey, agreementKey: third.agreementKey))
+        let bc = try #require(b.pairKey(with: third.publicKey, agreementKey: third.agreementKey))
         #expect(Set([ab, ac, bc]).count == 3)
-        #expect(third.pairKey(with: a.publicKey) == ac)
-        #expect(third.pairKey(with: b.publicKey) == bc)
+        #expect(third.pairKey(with: a.publicKey, agreementKey: a.agreementKey) == ac)
+        #expect(third.pairKey(with: b.publicKey, agreementKey: b.agreementKey) == bc)
+        // The identity keys are bound in: the same agreement key under another claimed identity differs.
+        #expect(a.pairKey(with: third.publicKey, agreementKey: b.agreementKey) != ab)
     }
 
-    @Test func aKeyThatIsNotAPointGivesNoPairKey() {
-        #expect(rfcIdentity().pairKey(with: DeviceKey(bytes: [UInt8](repeating: 0, count: 32))!) == nil)
+    @Test func aLowOrderAgreementKeyGivesNoPairKey() {
+        #expect(rfcIdentity().pairKey(with: keyB, agreementKey: [UInt8](repeating: 0, count: 32)) == nil)
+        #expect(rfcIdentity().pairKey(with: keyB, agreementKey: [1, 2, 3]) == nil)
+    }
+
+    /// Each use gets its own key: none equals the pair key or another.
+    @Test func derivedKeysAreSeparate() {
+        let secrets = PairSecrets(pairKey: pairKeyAB)
+        #expect(Set([pairKeyAB, secrets.handshakeHintKey, secrets.handshakePSK]).count == 3)
+        #expect(secrets.handshakeHintKey == hex("d17e6e1a5f66fd7929967aff55bbf21f401ae3bb147374b90866a93f26af7e92"))
+        #expect(secrets.handshakePSK == hex("7a323ceb0758f0f7658f63c594edeebc6ab5400f81d1b52ab1ddf491c800700e"))
     }
 }
 

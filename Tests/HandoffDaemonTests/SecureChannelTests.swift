@@ -14,6 +14,29 @@ private let alpha = try! Identity(seed: [UInt8](repeating: 0x21, count: 32))
 private let beta = try! Identity(seed: [UInt8](repeating: 0x22, count: 32))
 private let gamma = try! Identity(seed: [UInt8](repeating: 0x23, count: 32))
 
+/// The handshake secrets `client` shares with `server` once paired.
+func pairSecrets(_ client: Identity, _ server: Identity) -> PairSecrets {
+    PairSecrets(pairKey: client.pairKey(with: server.publicKey, agreementKey: server.agreementKey)!)
+}
+
+private let secretsAB = pairSecrets(beta, alpha)
+
+/// What alpha's daemon decides for a hello, with beta as its only paired device.
+private func decideAB(_ hello: Handshake.Hello) -> SecureChannel.Decision {
+    switch hello.purpose {
+    case .fetch where hello.isFrom(secretsAB): .answer(psk: secretsAB.handshakePSK, expectedClient: beta.publicKey)
+    case .fetch: .refuse(.init(code: .trust, message: "this device is not paired here"))
+    case .pair: .answer(psk: Handshake.openPSK, expectedClient: nil)
+    }
+}
+
+extension SecureChannel {
+    /// The client side for the socket tests: a fetch under the alpha-beta secrets.
+    static func connect(_ connection: StreamConnection, identity: Identity, purpose: Handshake.Purpose) throws(HandoffError) -> SecureChannel {
+        try connect(connection, identity: identity, purpose: purpose, secrets: purpose == .fetch ? secretsAB : nil)
+    }
+}
+
 /// Runs blocking work on a thread of its own and awaits it, so that no test blocks the
 /// cooperative pool (the daemon's `waitFor` needs it to make progress). The thread
 /// starts at once, in the caller's task, not when a pool thread next becomes free.
@@ -62,7 +85,7 @@ private func establish(_ clientConnection: StreamConnection, _ serverConnection:
     async -> (client: Result<SecureChannel, HandoffError>, server: Result<SecureChannel, HandoffError>) {
     // Each side hangs up when its handshake fails, as Daemon.connect and Daemon.serve do.
     let accepted = Started {
-        let outcome = result { () throws(HandoffError) in try SecureChannel.accept(serverConnection, identity: server) }
+        let outcome = result { () throws(HandoffError) in try SecureChannel.accept(serverConnection, identity: server, decide: decideAB) }
         if case .failure = outcome { serverConnection.close() }
         return outcome
     }
@@ -103,7 +126,7 @@ final class Relay: Sendable {
     /// Where the first encrypted record starts in each direction: after the handshake
     /// frames (hello 6+34 and clientAuth 6+112, or serverHello 6+144), the 24-byte
     /// secretstream header and the record's 4-byte length.
-    static let firstRecordToServer = 40 + 118 + 24 + 4
+    static let firstRecordToServer = 56 + 118 + 24 + 4
     static let firstRecordToClient = 150 + 24 + 4
 
     init(flip: (Direction, Int)? = nil) throws {
@@ -214,7 +237,7 @@ final class Relay: Sendable {
         #expect(try await received.value.get() == frame)
         let (toServer, toClient) = await relay.finish()
         let frameBytes = (3 << 20) + TransferFrame.headerBytes
-        #expect(toServer.count == 40 + 118 + SecretStream.headerBytes + frameBytes + 4 * (4 + SecretStream.overheadBytes))
+        #expect(toServer.count == 56 + 118 + SecretStream.headerBytes + frameBytes + 4 * (4 + SecretStream.overheadBytes))
         #expect(toClient.count == 150 + SecretStream.headerBytes)
         // The four length prefixes: three full records and the 6 bytes left over.
         var offset = Relay.firstRecordToServer - 4
@@ -247,7 +270,7 @@ final class Relay: Sendable {
             #expect(!contains(toClient, secret), "\(Hex.encode(secret))")
         }
         // The relay saw the whole conversation.
-        #expect(toServer.count == 40 + 118 + 24 + 4 + 6 + marker.count + 17)
+        #expect(toServer.count == 56 + 118 + 24 + 4 + 6 + marker.count + 17)
     }
 
     @Test func aByteFlippedInTheFirstRecordFails() async throws {
@@ -279,7 +302,7 @@ final class Relay: Sendable {
 
     /// A flipped stream header is not noticed until the first record fails.
     @Test func aByteFlippedInTheStreamHeaderFails() async throws {
-        let relay = try Relay(flip: (.toServer, 40 + 118 + 7))
+        let relay = try Relay(flip: (.toServer, 56 + 118 + 7))
         let (clientSide, serverSide) = await establish(relay.client, relay.server)
         let client = try clientSide.get(), server = try serverSide.get()
         let sent = Started { result { () throws(HandoffError) in try client.send(.payload([1])) } }
@@ -290,7 +313,7 @@ final class Relay: Sendable {
     }
 
     /// Flipped in the handshake itself: the side that checks it refuses, the other loses the connection.
-    @Test(arguments: [(Relay.Direction.toServer, 6 + 10), (.toServer, 40 + 6 + 50), (.toClient, 6 + 3), (.toClient, 6 + 100)])
+    @Test(arguments: [(Relay.Direction.toServer, 56 + 6 + 50), (.toClient, 6 + 3), (.toClient, 6 + 100)])
     func aByteFlippedInTheHandshakeFails(_ direction: Relay.Direction, _ offset: Int) async throws {
         let relay = try Relay(flip: (direction, offset))
         let (clientSide, serverSide) = await establish(relay.client, relay.server)
@@ -302,6 +325,19 @@ final class Relay: Sendable {
         #expect(errors.count == 2, "both sides must fail")
         #expect(errors.contains { $0.code == .signatureMismatch }, "\(errors)")
         _ = await relay.finish()
+    }
+
+    /// A hello altered in transit no longer carries the pair's hint: the server refuses it
+    /// in the clear, naming nobody, and the client reports the network.
+    @Test(arguments: [6 + 10, 6 + 40])
+    func aByteFlippedInTheHelloIsRefusedAnonymously(_ offset: Int) async throws {
+        let relay = try Relay(flip: (.toServer, offset))
+        let (clientSide, serverSide) = await establish(relay.client, relay.server)
+        expectFailure(serverSide, .trust)
+        expectFailure(clientSide, .network)
+        let (_, toClient) = await relay.finish()
+        #expect(!contains(toClient, alpha.publicKey.bytes))
+        #expect(toClient == TransferFrame.refusal(.init(code: .trust, message: "this device is not paired here")).encoded())
     }
 
     @Test func recordLengthsOutOfRangeAreRefused() async throws {
@@ -336,7 +372,7 @@ final class Relay: Sendable {
         defer { clientConnection.close(); serverConnection.close() }
         try StreamFrameChannel(connection: clientConnection).send(.fetch(.init(summarySender: alpha.publicKey, summarySequence: 1,
                                                                                  payloadDigest: Blake2b.digest([]))))
-        let accepted = await onOwnThread { result { () throws(HandoffError) in try SecureChannel.accept(serverConnection, identity: alpha) } }
+        let accepted = await onOwnThread { result { () throws(HandoffError) in try SecureChannel.accept(serverConnection, identity: alpha, decide: decideAB) } }
         expectFailure(accepted, .payloadInvalid)
         // And a server that answers a hello with something else.
         let (otherClient, otherServer) = try connectedPair()
@@ -350,8 +386,30 @@ final class Relay: Sendable {
             Issue.record("expected a hello")
             return
         }
-        try plain.send(.refusal(.init(code: .trust, message: "no")))
+        try plain.send(.payload([1, 2, 3]))
         expectFailure(await connected.value, .payloadInvalid)
+    }
+
+    /// A refusal in place of the server's answer proves nothing about who sent it: a fetch
+    /// reports it as the network's doing, never as the peer's trust decision.
+    @Test func aRefusalBeforeTheHandshakeIsNotTrusted() async throws {
+        let (client, server) = try connectedPair()
+        defer { client.close(); server.close() }
+        let connected = Started { result { () throws(HandoffError) in try SecureChannel.connect(client, identity: beta, purpose: .fetch) } }
+        let plain = StreamFrameChannel(connection: server)
+        _ = await onOwnThread { result { () throws(HandoffError) in try plain.receive() } }
+        try plain.send(.refusal(.init(code: .trust, message: "no")))
+        expectFailure(await connected.value, .network)
+
+        // An old client hears which version to install, and nothing about this host.
+        let (oldClient, oldServer) = try connectedPair()
+        defer { oldClient.close(); oldServer.close() }
+        let accepted = Started { result { () throws(HandoffError) in try SecureChannel.accept(oldServer, identity: alpha, decide: decideAB) } }
+        let old = StreamFrameChannel(connection: oldClient)
+        try old.send(.hello([2, 1] + [UInt8](repeating: 9, count: 32)))
+        let answer = await onOwnThread { result { () throws(HandoffError) in try old.receive() } }
+        #expect(try answer.get() == .refusal(.init(code: .invalidRequest, message: "handshake version 2 is not supported; this host speaks 3")))
+        expectFailure(await accepted.value, .invalidRequest)
     }
 }
 
@@ -367,7 +425,7 @@ private final class ScriptedPeer: @unchecked Sendable {
     init(_ connection: StreamConnection, identity: Identity = beta) throws {
         self.connection = connection
         let plain = StreamFrameChannel(connection: connection)
-        let client = Handshake.Client(identity: identity, purpose: .fetch)
+        let client = Handshake.Client(identity: identity, purpose: .fetch, secrets: secretsAB)
         try plain.send(.hello(client.hello))
         guard case let .serverHello(answer) = try plain.receive() else { throw HandoffError(.payloadInvalid, "no serverHello", fix: "") }
         let (auth, session) = try client.receive(serverHello: answer)
@@ -399,7 +457,7 @@ private final class ScriptedPeer: @unchecked Sendable {
 /// A server-side channel and a scripted client on a fresh socket pair.
 private func scriptedPair() async throws -> (peer: ScriptedPeer, server: SecureChannel, close: @Sendable () -> Void) {
     let (clientConnection, serverConnection) = try connectedPair()
-    let accepted = Started { result { () throws(HandoffError) in try SecureChannel.accept(serverConnection, identity: alpha) } }
+    let accepted = Started { result { () throws(HandoffError) in try SecureChannel.accept(serverConnection, identity: alpha, decide: decideAB) } }
     let peer = await onOwnThread { Result { try ScriptedPeer(clientConnection) } }
     let server = try await accepted.value.get()
     return (try peer.get(), server, { clientConnection.close(); serverConnection.close() })
@@ -532,16 +590,20 @@ private func header(kind: UInt8 = 3, length: Int) -> [UInt8] {
 // MARK: - The daemon behind the channel
 
 /// A daemon on a temporary state directory. Its init opens no socket; `start()` would, so it is never called.
-private struct TestDaemon {
+struct TestDaemon {
     let daemon: Daemon
     let directory: String
 
-    init(name: String = "alpha", trusting trusted: [DeviceKey] = []) throws {
+    init(name: String = "alpha", trusting trusted: [Identity] = []) throws {
         directory = NSTemporaryDirectory() + "handoff-daemon-test-" + UUID().uuidString
         let state = StateDirectory(path: directory)
         try state.prepare()
         var trust = try TrustStore.load(from: state)
-        for key in trusted { try trust.add(key, name: "peer", nowMillis: 1) }
+        for peer in trusted {
+            try trust.add(peer.publicKey, name: "peer", material: .init(agreementKey: peer.agreementKey, discoverySecret: peer.discoverySecret(),
+                                                                       sealChain: SealChain(epoch: 0, key: [UInt8](repeating: 1, count: 32))!),
+                          nowMillis: 1)
+        }
         var configuration = DaemonConfiguration(stateDirectory: directory, socketPath: directory + "/api.sock", name: name)
         configuration.logLevel = .error
         configuration.transferTimeoutMillis = 30_000
@@ -566,9 +628,10 @@ private let readerActivity = Activity(type: "org.example.reader.document", title
     private func fetch(from test: TestDaemon, as client: Identity, offer: SignedSummary) async throws -> Result<Activity, HandoffError> {
         let (clientConnection, serverConnection) = try connectedPair("test receiver", "test daemon")
         let served = test.serve(serverConnection)
+        let secrets = pairSecrets(client, await test.daemon.identity)
         let outcome = await onOwnThread {
             result { () throws(HandoffError) -> Activity in
-                let channel = try SecureChannel.connect(clientConnection, identity: client, purpose: .fetch)
+                let channel = try SecureChannel.connect(clientConnection, identity: client, purpose: .fetch, secrets: secrets)
                 defer { channel.close() }
                 return try Daemon.exchange(over: channel, offer: offer, identity: client)
             }
@@ -578,23 +641,41 @@ private let readerActivity = Activity(type: "org.example.reader.document", title
         return outcome
     }
 
-    @Test func anUntrustedClientIsRefusedWithTrust() async throws {
-        let test = try TestDaemon(trusting: [beta.publicKey])
+    /// A device this daemon never paired with hears a refusal that names nobody, before any identity is sent.
+    @Test func aStrangerIsRefusedWithoutLearningWhoAnswered() async throws {
+        let test = try TestDaemon(trusting: [beta])
         defer { test.remove() }
         let published = try await test.daemon.publish(readerActivity)
         let outcome = try await fetch(from: test, as: gamma, offer: published.summary)
+        expectFailure(outcome, .network)
+        if case let .failure(error) = outcome {
+            let deviceID = await test.daemon.deviceID.description
+            #expect(!error.message.contains("alpha") && !error.message.contains(deviceID), "\(error.message)")
+            #expect(error.message.contains("did not recognise this device"))
+        }
+        #expect(await test.daemon.refusedCount == 1)
+        #expect(await test.daemon.servedCount == 0)
+    }
+
+    /// A device this daemon untrusted still proves who it is, and hears, authenticated, that it is no longer trusted.
+    @Test func aDeviceUntrustedHereHearsItWithTrust() async throws {
+        let test = try TestDaemon(trusting: [beta])
+        defer { test.remove() }
+        let published = try await test.daemon.publish(readerActivity)
+        try await test.daemon.untrust(beta.publicKey)
+        #expect(await test.daemon.trust.revoked.map(\.key) == [beta.publicKey])
+        let outcome = try await fetch(from: test, as: beta, offer: published.summary)
         expectFailure(outcome, .trust)
         if case let .failure(error) = outcome {
-            #expect(error.message.hasPrefix("alpha refused: alpha ("))
-            #expect(error.message.contains("is not paired with device \(gamma.deviceID)"))
-            #expect(error.fix == Daemon.fix(forRefusal: .trust, identity: gamma))
+            #expect(error.message == "alpha no longer trusts this device: pair again.")
+            #expect(error.fix == Daemon.fix(forRefusal: .trust, peerName: "alpha"))
         }
         #expect(await test.daemon.refusedCount == 1)
         #expect(await test.daemon.servedCount == 0)
     }
 
     @Test func aPairedClientGetsTheCurrentActivity() async throws {
-        let test = try TestDaemon(trusting: [beta.publicKey])
+        let test = try TestDaemon(trusting: [beta])
         defer { test.remove() }
         let published = try await test.daemon.publish(readerActivity)
         let activity = try await fetch(from: test, as: beta, offer: published.summary).get()
@@ -605,7 +686,7 @@ private let readerActivity = Activity(type: "org.example.reader.document", title
     }
 
     @Test func aPairedClientCitingAnOldOfferIsNotCurrent() async throws {
-        let test = try TestDaemon(trusting: [beta.publicKey])
+        let test = try TestDaemon(trusting: [beta])
         defer { test.remove() }
         let old = try await test.daemon.publish(readerActivity)
         _ = try await test.daemon.publish(readerActivity)
@@ -613,13 +694,14 @@ private let readerActivity = Activity(type: "org.example.reader.document", title
     }
 
     @Test func somethingOtherThanAFetchIsAnInvalidRequest() async throws {
-        let test = try TestDaemon(trusting: [beta.publicKey])
+        let test = try TestDaemon(trusting: [beta])
         defer { test.remove() }
         let (clientConnection, serverConnection) = try connectedPair()
         let served = test.serve(serverConnection)
+        let secrets = pairSecrets(beta, await test.daemon.identity)
         let answer = await onOwnThread {
             result { () throws(HandoffError) -> TransferFrame in
-                let channel = try SecureChannel.connect(clientConnection, identity: beta, purpose: .fetch)
+                let channel = try SecureChannel.connect(clientConnection, identity: beta, purpose: .fetch, secrets: secrets)
                 try channel.send(.pairConfirm(accepted: true))
                 return try channel.receive()
             }
@@ -629,27 +711,27 @@ private let readerActivity = Activity(type: "org.example.reader.document", title
         #expect(try answer.get() == .refusal(.init(code: .invalidRequest, message: "expected a fetch request")))
     }
 
+    /// Pairing while the user has not opened it: refused before the handshake, naming nobody.
     @Test func pairingWhenNotOpenIsRefused() async throws {
         let test = try TestDaemon()
         defer { test.remove() }
         let (clientConnection, serverConnection) = try connectedPair()
         let served = test.serve(serverConnection)
         let answer = await onOwnThread {
-            result { () throws(HandoffError) -> TransferFrame in
-                let channel = try SecureChannel.connect(clientConnection, identity: gamma, purpose: .pair)
-                try channel.send(.pairRequest(name: "gamma"))
-                return try channel.receive()
+            result { () throws(HandoffError) -> SecureChannel in
+                try SecureChannel.connect(clientConnection, identity: gamma, purpose: .pair, secrets: nil, peerName: "alpha")
             }
         }
         clientConnection.close()
         await served.value
-        #expect(try answer.get() == .refusal(.init(code: .trust, message: "alpha does not have pairing open")))
+        expectFailure(answer, .trust)
+        if case let .failure(error) = answer { #expect(error.message == "alpha refused: pairing is not open here.") }
     }
 
     // `answer` itself, on the actor.
 
     @Test func answerRefusesUntrustedRequesters() async throws {
-        let test = try TestDaemon(trusting: [beta.publicKey])
+        let test = try TestDaemon(trusting: [beta])
         defer { test.remove() }
         let published = try await test.daemon.publish(readerActivity)
         let summary = published.summary.summary
@@ -667,7 +749,7 @@ private let readerActivity = Activity(type: "org.example.reader.document", title
     }
 
     @Test func answerRefusesAnythingButTheCurrentSummary() async throws {
-        let test = try TestDaemon(trusting: [beta.publicKey])
+        let test = try TestDaemon(trusting: [beta])
         defer { test.remove() }
         let daemon = test.daemon
         let nothingYet = TransferFrame.FetchRequest(summarySender: await daemon.identity.publicKey, summarySequence: 1,
@@ -695,5 +777,13 @@ extension TransferFrame {
     fileprivate var refusalCode: HandoffError.Code? {
         if case let .refusal(refusal) = self { return refusal.code }
         return nil
+    }
+}
+
+extension Daemon {
+    /// `untrust`, as the local API does it.
+    func untrust(_ key: DeviceKey) throws(HandoffError) {
+        try trust.remove(key, nowMillis: wallClockMillis())
+        trustChanged()
     }
 }

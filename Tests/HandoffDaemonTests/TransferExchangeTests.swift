@@ -211,8 +211,9 @@ private func failure(_ result: Result<Activity, HandoffError>) -> HandoffError? 
         })
         let error = failure(result)
         #expect(error?.code == code)
-        #expect(error?.message == "alpha refused: not for you.")
-        #expect(error?.fix == Daemon.fix(forRefusal: code, identity: receiver))
+        // Over the authenticated channel a trust refusal can only mean the sender untrusted us.
+        #expect(error?.message == (code == .trust ? "alpha no longer trusts this device: pair again." : "alpha refused: not for you."))
+        #expect(error?.fix == Daemon.fix(forRefusal: code, peerName: "alpha"))
         #expect(seen.request != nil)
     }
 
@@ -270,11 +271,11 @@ private func failure(_ result: Result<Activity, HandoffError>) -> HandoffError? 
     }
 
     @Test func fixesForRefusals() {
-        #expect(Daemon.fix(forRefusal: .trust, identity: receiver)
-            == "Pair the two hosts: run 'handoff-peer pair' on the other host and 'handoff-peer pair <its name>' here.")
-        #expect(Daemon.fix(forRefusal: .notCurrent, identity: receiver)
+        #expect(Daemon.fix(forRefusal: .trust, peerName: "alpha")
+            == "Pair the two hosts again: run 'handoff-peer pair' on alpha and 'handoff-peer pair alpha' here.")
+        #expect(Daemon.fix(forRefusal: .notCurrent, peerName: "alpha")
             == "The other host has moved on; run 'handoff-peer list' to see what it offers now.")
-        #expect(Daemon.fix(forRefusal: .payloadTooLarge, identity: receiver) == "Check the other host's log (handoffd) for details.")
+        #expect(Daemon.fix(forRefusal: .payloadTooLarge, peerName: "alpha") == "Check the other host's log (handoffd) for details.")
     }
 }
 

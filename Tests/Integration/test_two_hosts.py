@@ -142,7 +142,9 @@ class TwoHosts(unittest.TestCase):
             # a has not opened pairing: c is refused.
             refused = peer("laptop-c", "pair", "--address", "169.254.10.1", "--yes", check=False)
             self.assertEqual(refused.returncode, 1)
-            self.assertIn("does not have pairing open", refused.stderr)
+            self.assertIn("pairing is not open here", refused.stderr)
+            # The refusal names nobody: neither a's name nor its key.
+            self.assertNotIn("laptop-a", refused.stderr)
             self.assertEqual(peer_json("laptop-a", "devices")[0]["name"], "laptop-b")
             self.assertEqual(len(peer_json("laptop-a", "devices")), 1)
         finally:

@@ -1,0 +1,170 @@
+import Foundation
+import HandoffCore
+import HandoffCrypto
+@testable import HandoffDaemon
+@testable import HandoffTransport
+import Testing
+
+// Pairing between two real daemons over a socket pair: the dialog, the keys it
+// exchanges, and that it is kept on both sides or on neither (issue 15, finding 10).
+
+/// Both daemons, b pairing with a (a waits, as `handoff-peer pair` does), up to the code on both screens.
+private struct PairingRun {
+    let a: TestDaemon, b: TestDaemon
+    let offerA: PairingState.Offer, offerB: PairingState.Offer
+    let served: Started<Void>
+
+    static func start(expecting expected: ((DeviceKey) -> DeviceKey)? = nil) async throws -> (PairingRun?, Result<PairingState.Offer, HandoffError>) {
+        let a = try TestDaemon(name: "alpha"), b = try TestDaemon(name: "beta")
+        let listening = Task { await a.daemon.listenForPairing(seconds: 30) }
+        while await !a.daemon.isPairingOpen() { try await Task.sleep(for: .milliseconds(5)) }
+        let (clientConnection, serverConnection) = try connectedPair("pairing initiator", "pairing responder")
+        let served = a.serve(serverConnection)
+        let aKey = await a.daemon.identity.publicKey
+        let bIdentity = await b.daemon.identity
+        let initiated = await b.daemon.pair(named: "alpha", expecting: expected.map { $0(aKey) } ?? aKey) { () throws(HandoffError) in
+            try SecureChannel.connect(clientConnection, identity: bIdentity, purpose: .pair, secrets: nil)
+        }
+        guard case let .success(offerB) = initiated else {
+            clientConnection.close()
+            listening.cancel()
+            return (nil, initiated)
+        }
+        let offerA = try await listening.value.get()
+        return (PairingRun(a: a, b: b, offerA: offerA, offerB: offerB, served: served), initiated)
+    }
+
+    func confirmBoth() async -> (a: Result<PairingState.Offer, HandoffError>, b: Result<PairingState.Offer, HandoffError>) {
+        async let confirmedA = a.daemon.confirmPairing(session: offerA.session, accept: true)
+        async let confirmedB = b.daemon.confirmPairing(session: offerB.session, accept: true)
+        let outcome = await (confirmedA, confirmedB)
+        await served.value
+        return outcome
+    }
+
+    func remove() {
+        a.remove()
+        b.remove()
+    }
+}
+
+@Suite struct PairingTests {
+    @Test func bothSidesStoreWhatTheOtherSent() async throws {
+        let (started, _) = try await PairingRun.start()
+        let run = try #require(started)
+        defer { run.remove() }
+        #expect(run.offerA.code == run.offerB.code)
+        let aIdentity = await run.a.daemon.identity, bIdentity = await run.b.daemon.identity
+        // Each screen shows the other's key (its device id).
+        #expect(run.offerA.key == bIdentity.publicKey && run.offerB.key == aIdentity.publicKey)
+        // While b pairs with a, a third device is refused, before a says who it is.
+        let (third, responder) = try connectedPair()
+        let servedThird = run.a.serve(responder)
+        let stranger = try Identity(seed: [UInt8](repeating: 0x45, count: 32))
+        let refused = await onOwnThread {
+            Result { () throws(HandoffError) in try SecureChannel.connect(third, identity: stranger, purpose: .pair, secrets: nil, peerName: "alpha") }
+        }
+        third.close()
+        await servedThird.value
+        guard case let .failure(busy) = refused else {
+            Issue.record("a second device got a pairing handshake")
+            return
+        }
+        #expect(busy.message == "alpha refused: another device is pairing here right now.")
+        let (confirmedA, confirmedB) = await run.confirmBoth()
+        #expect(try confirmedA.get().name == "beta")
+        #expect(try confirmedB.get().name == "alpha")
+        let atA = try #require(await run.a.daemon.trust.entries[bIdentity.publicKey]?.material)
+        let atB = try #require(await run.b.daemon.trust.entries[aIdentity.publicKey]?.material)
+        #expect(atA.agreementKey == bIdentity.agreementKey && atB.agreementKey == aIdentity.agreementKey)
+        #expect(atA.discoverySecret == bIdentity.discoverySecret() && atB.discoverySecret == aIdentity.discoverySecret())
+        // One seal chain, the same at both ends, starting before the current period.
+        #expect(atA.sealChain == atB.sealChain)
+        #expect(atA.sealChain.epoch < ServiceRecord.epoch(wallClockMillis: wallClockMillis()))
+        // The handshake secrets agree, so the next fetch will find its pair.
+        let secretsAtA = await run.a.daemon.pairSecrets(for: bIdentity.publicKey)
+        let secretsAtB = await run.b.daemon.pairSecrets(for: aIdentity.publicKey)
+        #expect(secretsAtA != nil && secretsAtA == secretsAtB)
+        // Each recognises the other's tokens now.
+        let token = DiscoveryToken.token(secret: bIdentity.discoverySecret(), epoch: 5)
+        #expect(DiscoveryToken.match(token, among: await run.a.daemon.trustedDiscoverySecrets(), epoch: 5) == bIdentity.publicKey)
+    }
+
+    /// One side cannot write its trust store: the other, which could, rolls back.
+    @Test func aSideThatCannotStoreLeavesNeitherPaired() async throws {
+        let (started, _) = try await PairingRun.start()
+        let run = try #require(started)
+        defer { run.remove() }
+        // a's state directory disappears (works as root too, unlike chmod).
+        try FileManager.default.removeItem(atPath: run.a.directory)
+        let (confirmedA, confirmedB) = await run.confirmBoth()
+        #expect(throws: HandoffError.self) { try confirmedA.get() }
+        if case let .failure(error) = confirmedA { #expect(error.code == .storage) }
+        if case let .failure(error) = confirmedB {
+            #expect(error.code == .storage)
+            #expect(error.message == "alpha could not store the pairing (or the connection ended first), so this host did not keep it either.")
+        } else {
+            Issue.record("b kept a pairing a did not store")
+        }
+        #expect(await run.a.daemon.trust.entries.isEmpty)
+        #expect(await run.b.daemon.trust.entries.isEmpty)
+        // And b's file agrees with its memory.
+        let reloaded = try TrustStore.load(from: StateDirectory(path: run.b.directory))
+        #expect(reloaded.entries.isEmpty)
+    }
+
+    /// The initiator pairs only with the key of the beacon it chose.
+    @Test func aKeyOtherThanTheBeaconsIsRefused() async throws {
+        let stranger = try Identity(seed: [UInt8](repeating: 0x44, count: 32)).publicKey
+        let (started, initiated) = try await PairingRun.start(expecting: { _ in stranger })
+        #expect(started == nil)
+        defer { started?.remove() }
+        guard case let .failure(error) = initiated else {
+            Issue.record("paired with the wrong key")
+            return
+        }
+        #expect(error.code == .trust)
+        #expect(error.message.contains("is not the alpha whose pairing beacon"))
+    }
+}
+
+/// The pairing-beacon table (finding 8): bounded, fair between sources, newest per key.
+@Suite struct PairingBeaconTableTests {
+    private func beacon(_ seed: UInt8, host: String, seen: UInt64, name: String = "laptop-b") -> PairingState.Beacon {
+        .init(key: try! Identity(seed: [UInt8](repeating: seed, count: 32)).publicKey, name: name, host: host, port: 47181,
+              seenMillis: seen, ttlMillis: 15_000)
+    }
+
+    @Test func aFloodFromOneSourceEvictsOnlyThatSource() {
+        var state = PairingState()
+        let real = beacon(1, host: "169.254.10.2", seen: 0)
+        state.remember(real)
+        for index in 0..<64 { state.remember(beacon(UInt8(10 + index), host: "169.254.10.3", seen: UInt64(index + 1))) }
+        #expect(state.beacons[real.key]?.host == real.host)
+        #expect(state.beacons.count == 1 + PairingState.maximumBeaconsPerHost)
+        // The flood's newest ones are what it keeps.
+        #expect(state.beacons.values.filter { $0.host == "169.254.10.3" }.map(\.seenMillis).sorted() == [61, 62, 63, 64])
+    }
+
+    @Test func theTableIsBoundedAndTakesFromTheLargestSource() {
+        var state = PairingState()
+        var seed: UInt8 = 1
+        for host in 0..<20 {
+            for index in 0..<2 {
+                state.remember(beacon(seed, host: "10.0.0.\(host)", seen: UInt64(host * 10 + index)))
+                seed += 1
+            }
+        }
+        #expect(state.beacons.count == PairingState.maximumBeacons)
+        // Every source still has at least one beacon.
+        #expect(Set(state.beacons.values.map(\.host)).count == 20)
+    }
+
+    @Test func aKeyHeardAgainIsOneEntryWithTheNewestAddress() {
+        var state = PairingState()
+        state.remember(beacon(1, host: "10.0.0.1", seen: 1))
+        state.remember(beacon(1, host: "10.0.0.2", seen: 2))
+        #expect(state.beacons.count == 1)
+        #expect(state.beacons.values.first?.host == "10.0.0.2")
+    }
+}
