@@ -134,7 +134,9 @@ extension Daemon {
             return ["devices": .array(trust.entries.values.sorted { $0.name < $1.name }.map {
                 ["peer": .string(Ed25519.deviceID(of: $0.key).description), "name": .string($0.name),
                  "publicKey": .string($0.key.hex), "pairedAtMillis": .integer(Int64(clamping: $0.addedAtMillis)),
-                 "inRange": .bool(inRange.contains($0.key))]
+                 "inRange": .bool(inRange.contains($0.key)),
+                 // Paired before discovery secrets existed: it can no longer be found until paired again.
+                 "needsPairingAgain": .bool($0.needsRepairing)]
             })]
         case "enable", "disable":
             try setEnabled(op == "enable")
@@ -301,7 +303,7 @@ extension Daemon {
             throw HandoffError(.notFound, "No paired device is called or has the id '\(text)'.",
                                fix: "Run 'handoff-peer devices' to see the paired devices, their names and ids.")
         }
-        try trust.remove(entry.key)
+        try trust.remove(entry.key, nowMillis: wallClockMillis())
         history.unpairedHere(entry.key, name: entry.name, nowMillis: wallClockMillis())
         emit(peers.remove(entry.key))
         trustChanged()

@@ -310,10 +310,15 @@ struct Runner {
         var rows = [["PEER", "NAME", "IN RANGE", "PAIRED"]]
         for device in devices {
             let paired = Date(timeIntervalSince1970: Double(device["pairedAtMillis"]?.integerValue ?? 0) / 1000)
+            let again = device["needsPairingAgain"] == .bool(true)
             rows.append([device["peer"]?.stringValue ?? "?", safe(device["name"]?.stringValue ?? ""),
-                         device["inRange"] == .bool(true) ? "yes" : "no", paired.formatted(date: .abbreviated, time: .shortened)])
+                         device["inRange"] == .bool(true) ? "yes" : "no",
+                         paired.formatted(date: .abbreviated, time: .shortened) + (again ? " (pair again)" : "")])
         }
         printTable(rows)
+        if devices.contains(where: { $0["needsPairingAgain"] == .bool(true) }) {
+            print("Devices marked (pair again) were paired with an older handoff: run 'handoff-peer pair' with each once more.")
+        }
     }
 
     private func identity() throws(HandoffError) {
