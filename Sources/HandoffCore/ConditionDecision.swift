@@ -237,7 +237,7 @@ public enum ConditionDecision {
                            "Start handoffd on \(name) ('systemctl --user start handoffd').")
         }
         if p.handshake == .trustRefused {
-            return verdict(.peerUntrustedUs, "\(name) no longer trusts this device: it proved its identity and refused.",
+            return verdict(.peerUntrustedUs, "\(name) no longer trusts this device: pair again.",
                            "Pair again: 'handoff-peer pair' on \(name), 'handoff-peer pair \(name)' here.")
         }
         if (live && p.state?.contains(.disabled) == true) || p.handshake == .disabled {
