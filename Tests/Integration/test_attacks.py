@@ -85,24 +85,27 @@ class Attacks(unittest.TestCase):
         return time.monotonic() - started
 
     def test_1_a_closed_subscriber_socket_never_reaches_another_connection(self):
-        """Finding 1: a stuck subscriber is disconnected while a writer still holds its
-        socket; an unpaired host that keeps reconnecting to the transfer port must
-        never receive a byte of the local user's events or an API reply."""
+        """Finding 1: stuck subscribers fall more than 1,024 events behind and are
+        disconnected while the daemon's threads still hold their sockets; when they
+        go away those threads wake up. An unpaired host that keeps reconnecting to
+        the transfer port meanwhile must never receive a byte of the local user's
+        events or an API reply."""
         path = self.local_socket("laptop-a")
-        stuck = attack_in_background("laptop-a", "stuck", path, "8", "25")
+        stuck = attack_in_background("laptop-a", "stuck", path, "16", "120")
         stuck.stdout.readline()
-        probe = attack_in_background("attacker", "reconnect", self.a_address, TRANSFER_PORT, "15")
+        probe = attack_in_background("attacker", "reconnect", self.a_address, TRANSFER_PORT, "20")
         attack("laptop-a", "toggle", path, "3000", timeout=120)
-        out, _ = probe.communicate(timeout=60)
+        # The subscribers go away: threads blocked on their sockets return and carry on.
         stuck.kill()
         stuck.communicate()
+        attack("laptop-a", "toggle", path, "1000", timeout=120)
+        out, _ = probe.communicate(timeout=60)
         result = json.loads(out.strip().splitlines()[-1])
         figure("f1.attempts", result["attempts"])
         figure("f1.bytesReceivedByAttacker", result["bytes"])
         self.assertGreater(result["attempts"], 20, "the attacker did not get to connect")
         self.assertEqual(result["bytes"], 0, f"the transfer port sent an unpaired host: {result['sample']!r}")
-        status = peer_json("laptop-a", "status")
-        self.assertTrue(status["enabled"])
+        self.assertTrue(peer_json("laptop-a", "status")["enabled"])
 
     def test_2_an_oversized_clear_frame_is_refused_from_its_header(self):
         """Finding 2: 12 connections declaring 64 MiB handshake frames took the daemon to 1.3 GB."""
@@ -168,7 +171,9 @@ class Attacks(unittest.TestCase):
         path = self.local_socket("laptop-a")
         stuck = attack_in_background("laptop-a", "stuck", path, "100", "30")
         stuck.stdout.readline()
-        attack("laptop-a", "toggle", path, "1500", timeout=120)
+        # Enough events to fill the subscribers' sockets, too few to put them over
+        # the 1,024-event backlog (which would disconnect them): they stay, stuck.
+        attack("laptop-a", "toggle", path, "700", timeout=120)
         pid = daemon_pid("laptop-a")
         started = time.monotonic()
         os.kill(pid, 15)
