@@ -42,7 +42,7 @@ public enum LocalAPIPath {
         let unsafe = "The local API socket's directory \(directory)"
         switch status.kind {
         case .symbolicLink:
-            throw HandoffError(.daemonUnavailable, "\(unsafe) is a symbolic link; handoff-peer does not follow it.",
+            throw HandoffError(.daemonUnavailable, "\(unsafe) is a symbolic link, which clients do not follow.",
                                fix: "Remove the link and restart handoffd, or set XDG_RUNTIME_DIR (systemd's /run/user/\(uid)).")
         case .other:
             throw HandoffError(.daemonUnavailable, "\(unsafe) is not a directory.",

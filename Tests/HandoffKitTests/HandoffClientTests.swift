@@ -73,7 +73,7 @@ private func connectError(_ path: String) -> HandoffError? {
         #expect(symlink(directory, link) == 0)
         defer { unlink(link) }
         let failure = connectError(link + "/handoffd.sock")
-        #expect(failure?.message == "The local API socket's directory \(link) is a symbolic link; handoff-peer does not follow it.")
+        #expect(failure?.message == "The local API socket's directory \(link) is a symbolic link, which clients do not follow.")
     }
 
     /// The attack: another user pre-creates /tmp/handoff-UID and listens in it.
