@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 // libFuzzer targets for every parser of handoff (Fuzz/README.md). A package of
 // its own so the main build never sees -sanitize=fuzzer; built by Scripts/fuzz:
-//   swift build -c debug -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
+//   swift build -c debug -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld
 import PackageDescription
 
 let package = Package(
