@@ -9,6 +9,9 @@ let package = Package(
         .executable(name: "handoff-ble-check", targets: ["handoff-ble-check"]),
         .executable(name: "handoff-reader", targets: ["handoff-reader"]),
         .library(name: "HandoffKit", targets: ["HandoffKit"]),
+        // For the fuzz targets in Fuzz/, a separate package that depends on this one by path.
+        .library(name: "HandoffCore", targets: ["HandoffCore"]),
+        .library(name: "HandoffCrypto", targets: ["HandoffCrypto"]),
     ],
     targets: [
         // libsodium through Debian's libsodium-dev; no Swift package can be fetched here.

@@ -19,14 +19,29 @@ public indirect enum PropertyListValue: Equatable, Sendable {
     public static let maximumDepth = 32
     /// Dictionary keys travel with a 16-bit length; this is far below it.
     public static let maximumKeyBytes = 1024
+    /// Values in one userInfo, containers included, counted while validating
+    /// and while decoding (JSON or binary) before each value is stored. Each
+    /// costs a hundred-odd bytes in memory whatever its encoded size (a bool is
+    /// one byte on the wire), so this, not the byte limit, bounds memory: about
+    /// 10 MB. Bulk content belongs in one string or data value.
+    public static let maximumValues = 1 << 16
+
+    static func tooManyValues(_ keyPath: String) -> HandoffError {
+        .invalidActivity("\(keyPath) holds more than \(maximumValues) values, the limit.",
+                         fix: "Send fewer values: put bulk content in one string or data value, or in a file whose location travels in userInfo.")
+    }
 
     /// Checks what the encoding needs: depth, key length, finite numbers. The
     /// error names the key path. Run before `encode`, which assumes it passed.
     public func validate(keyPath: String = "userInfo") throws(HandoffError) {
-        try Self.validate(self, keyPath: keyPath, depth: 0)
+        var values = 0
+        try Self.validate(self, keyPath: keyPath, depth: 0, values: &values, root: keyPath)
     }
 
-    private static func validate(_ value: PropertyListValue, keyPath: String, depth: Int) throws(HandoffError) {
+    private static func validate(_ value: PropertyListValue, keyPath: String, depth: Int, values: inout Int,
+                                 root: String) throws(HandoffError) {
+        values += 1
+        guard values <= maximumValues else { throw tooManyValues(root) }
         guard depth < maximumDepth else {
             throw .invalidActivity("\(keyPath) is nested deeper than \(maximumDepth) levels.", fix: "Flatten the structure.")
         }
@@ -37,7 +52,7 @@ public indirect enum PropertyListValue: Equatable, Sendable {
             }
         case let .array(items):
             for (index, item) in items.enumerated() {
-                try validate(item, keyPath: "\(keyPath)[\(index)]", depth: depth + 1)
+                try validate(item, keyPath: "\(keyPath)[\(index)]", depth: depth + 1, values: &values, root: root)
             }
         case let .dictionary(fields):
             for (key, item) in fields {
@@ -45,7 +60,7 @@ public indirect enum PropertyListValue: Equatable, Sendable {
                     throw .invalidActivity("A key in \(keyPath) is \(key.utf8.count) bytes, over the limit of \(maximumKeyBytes).",
                                            fix: "Use shorter keys; put long text in values.")
                 }
-                try validate(item, keyPath: "\(keyPath).\(key)", depth: depth + 1)
+                try validate(item, keyPath: "\(keyPath).\(key)", depth: depth + 1, values: &values, root: root)
             }
         default:
             break
@@ -111,11 +126,16 @@ extension PropertyListValue {
     }
 
     public init(from reader: inout ByteReader) throws(WireError) {
-        self = try Self.decode(from: &reader, depth: 0)
+        var values = 0
+        self = try Self.decode(from: &reader, depth: 0, values: &values)
     }
 
-    private static func decode(from reader: inout ByteReader, depth: Int) throws(WireError) -> PropertyListValue {
+    private static var tooManyWireValues: WireError { .invalidValue("more than \(maximumValues) values, the limit") }
+
+    private static func decode(from reader: inout ByteReader, depth: Int, values: inout Int) throws(WireError) -> PropertyListValue {
         guard depth < maximumDepth else { throw .nestingTooDeep(limit: maximumDepth) }
+        values += 1
+        guard values <= maximumValues else { throw tooManyWireValues }
         let rawTag = try reader.readUInt8()
         guard let tag = Tag(rawValue: rawTag) else { throw .invalidValue("unknown value tag \(rawTag)") }
         switch tag {
@@ -144,15 +164,17 @@ extension PropertyListValue {
             // Every element takes at least one byte: refuse counts the input cannot hold
             // before reserving anything.
             guard count <= reader.remaining else { throw .truncated(needed: count, available: reader.remaining) }
+            guard count <= maximumValues - values else { throw tooManyWireValues }
             var items: [PropertyListValue] = []
             items.reserveCapacity(count)
-            for _ in 0..<count { items.append(try decode(from: &reader, depth: depth + 1)) }
+            for _ in 0..<count { items.append(try decode(from: &reader, depth: depth + 1, values: &values)) }
             return .array(items)
         case .dictionary:
             let count = Int(try reader.readUInt32BE())
             guard count <= reader.remaining / 3 else {
                 throw .truncated(needed: count * 3, available: reader.remaining)
             }
+            guard count <= maximumValues - values else { throw tooManyWireValues }
             var fields: [String: PropertyListValue] = [:]
             var previousKey: [UInt8]?
             for _ in 0..<count {
@@ -169,7 +191,7 @@ extension PropertyListValue {
                 previousKey = keyBytes
                 // Distinct bytes that Swift treats as one key ("é" written two ways) would lose a value.
                 guard fields[key] == nil else { throw .invalidValue("dictionary keys equal after Unicode normalization") }
-                fields[key] = try decode(from: &reader, depth: depth + 1)
+                fields[key] = try decode(from: &reader, depth: depth + 1, values: &values)
             }
             return .dictionary(fields)
         }
@@ -192,10 +214,14 @@ extension PropertyListValue {
     /// those are written `{"$data": "<base64>"}` and `{"$date": "<ISO 8601>"}`.
     /// `null` and non-finite numbers are refused with the key path that holds them.
     public init(json: JSONValue, keyPath: String = "userInfo") throws(HandoffError) {
-        self = try Self.fromJSON(json, keyPath: keyPath, depth: 0)
+        var values = 0
+        self = try Self.fromJSON(json, keyPath: keyPath, depth: 0, values: &values, root: keyPath)
     }
 
-    private static func fromJSON(_ json: JSONValue, keyPath: String, depth: Int) throws(HandoffError) -> PropertyListValue {
+    private static func fromJSON(_ json: JSONValue, keyPath: String, depth: Int, values: inout Int,
+                                 root: String) throws(HandoffError) -> PropertyListValue {
+        values += 1
+        guard values <= maximumValues else { throw tooManyValues(root) }
         guard depth < maximumDepth else {
             throw .invalidActivity("\(keyPath) is nested deeper than \(maximumDepth) levels.",
                                    fix: "Flatten the structure.")
@@ -213,20 +239,22 @@ extension PropertyListValue {
             return .double(number)
         case let .string(text): return .string(text)
         case let .array(items):
-            var values: [PropertyListValue] = []
+            guard items.count <= maximumValues - values else { throw tooManyValues(root) }
+            var converted: [PropertyListValue] = []
+            converted.reserveCapacity(items.count)
             for (index, item) in items.enumerated() {
-                values.append(try fromJSON(item, keyPath: "\(keyPath)[\(index)]", depth: depth + 1))
+                converted.append(try fromJSON(item, keyPath: "\(keyPath)[\(index)]", depth: depth + 1, values: &values, root: root))
             }
-            return .array(values)
+            return .array(converted)
         case let .object(fields):
             if fields.count == 1, let (key, value) = fields.first, key.hasPrefix("$") {
                 return try typedValue(key: key, value: value, keyPath: keyPath)
             }
-            var values: [String: PropertyListValue] = [:]
+            var converted: [String: PropertyListValue] = [:]
             for (key, value) in fields {
-                values[key] = try fromJSON(value, keyPath: "\(keyPath).\(key)", depth: depth + 1)
+                converted[key] = try fromJSON(value, keyPath: "\(keyPath).\(key)", depth: depth + 1, values: &values, root: root)
             }
-            return .dictionary(values)
+            return .dictionary(converted)
         }
     }
 

@@ -5,7 +5,9 @@ import HandoffCrypto
 
 /// The daemon's private directory: identity key and trust store. Created
 /// owner-only; every file in it is written atomically (temporary file, fsync,
-/// rename, fsync of the directory) so a crash never leaves half a key.
+/// rename, fsync of the directory) so a crash never leaves half a key. State
+/// files are never followed through symbolic links and must be regular files
+/// of this user that nobody else can write (the identity: nobody else can read).
 public struct StateDirectory: Sendable {
     public let path: String
 
@@ -41,15 +43,42 @@ public struct StateDirectory: Sendable {
         if info.st_mode & 0o077 != 0 { chmod(path, 0o700) }
     }
 
-    /// Reads a whole file; nil if it does not exist. Any other failure is an error.
+    /// Reads a whole state file; nil if it does not exist. Any other failure is
+    /// an error, and so is a file that others could have written (a trust store
+    /// with a stranger's key in it).
     func read(_ file: String) throws(HandoffError) -> [UInt8]? {
-        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        guard let (bytes, permissions) = try readFile(file) else { return nil }
+        guard permissions & 0o022 == 0 else {
+            throw HandoffError(.storage, "\(file) has mode \(String(permissions, radix: 8)): other users could have changed it.",
+                               fix: "Check its contents, then run 'chmod 600 \(file)' and restart handoffd.")
+        }
+        return bytes
+    }
+
+    /// The bytes and permission bits of a regular file owned by this user.
+    /// O_NOFOLLOW: a link, even a dangling one, is an error naming the path,
+    /// never a missing file (which would mean "create a new identity").
+    func readFile(_ file: String) throws(HandoffError) -> (bytes: [UInt8], permissions: mode_t)? {
+        // O_NONBLOCK: a FIFO put in the file's place must not hang the daemon.
+        let fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         if fd < 0 {
             if errno == ENOENT { return nil }
+            if errno == ELOOP {
+                throw HandoffError(.storage, "\(file) is a symbolic link; handoffd does not follow links for its state files.",
+                                   fix: "Replace the link with the file itself (or remove a dangling link, which starts over with a new identity or an empty trust store).")
+            }
             throw HandoffError(.storage, "Cannot read \(file): \(String(cString: strerror(errno))).",
                                fix: "Check the file's owner and permissions (it should belong to the user running handoffd, mode 0600).")
         }
         defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw HandoffError(.storage, "\(file) is not a regular file.", fix: "Move it away and restart handoffd.")
+        }
+        guard info.st_uid == geteuid() else {
+            throw HandoffError(.storage, "\(file) belongs to uid \(info.st_uid), not to the user running handoffd (uid \(geteuid())).",
+                               fix: "Check its contents, then give it to this user (chown) or move it away, and restart handoffd.")
+        }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -59,7 +88,7 @@ public struct StateDirectory: Sendable {
                 throw HandoffError(.storage, "Cannot read \(file): \(String(cString: strerror(errno))).",
                                    fix: "Check the disk and the file's permissions.")
             }
-            if count == 0 { return bytes }
+            if count == 0 { return (bytes, info.st_mode & 0o777) }
             bytes += chunk[0..<count]
             guard bytes.count <= 1 << 20 else {
                 throw HandoffError(.storage, "\(file) is larger than 1 MiB, which no state file should be.",
@@ -77,7 +106,7 @@ public struct StateDirectory: Sendable {
             return HandoffError(.storage, "Cannot write \(file) (\(step)): \(reason).",
                                 fix: "Check free space and that \(path) belongs to the user running handoffd.")
         }
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw failure("open") }
         var written = 0
         while written < bytes.count {
@@ -109,10 +138,19 @@ extension StateDirectory {
     static let identityHeader = "handoff-identity-v1"
 
     /// Loads the identity, creating it on first start. A file that exists but
-    /// cannot be read or parsed stops the daemon; it is never overwritten.
+    /// cannot be read or parsed stops the daemon; it is never overwritten. So
+    /// does one that others can read or write: like OpenSSH with a private key,
+    /// handoffd refuses it rather than tightening it, since the key may have
+    /// leaked and the user should decide (checked after the format, so a
+    /// corrupt file is reported as corrupt).
     public func loadOrCreateIdentity() throws(HandoffError) -> (identity: Identity, created: Bool) {
-        if let bytes = try read(identityPath) {
-            return (try Self.parseIdentity(bytes, file: identityPath), false)
+        if let (bytes, permissions) = try readFile(identityPath) {
+            let identity = try Self.parseIdentity(bytes, file: identityPath)
+            guard permissions & 0o077 == 0 else {
+                throw HandoffError(.identity, "The identity file \(identityPath) has mode \(String(permissions, radix: 8)): other users can read or change the device's secret key.",
+                                   fix: "If nobody else could have used it, run 'chmod 600 \(identityPath)' and restart handoffd; otherwise move it away to start over with a new identity, and pair again.")
+            }
+            return (identity, false)
         }
         let identity = Identity()
         let text = "\(Self.identityHeader)\nseed \(Hex.encode(identity.seed))\n"

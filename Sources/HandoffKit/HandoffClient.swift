@@ -17,16 +17,57 @@ public final class HandoffClient: @unchecked Sendable {
     private var bufferedEvents: [JSONValue] = []
 
     /// Connects to `socketPath`, else `$HANDOFF_SOCKET`, else the default path.
+    /// Refuses a socket whose directory another user could write (or is a
+    /// symbolic link), and a listener that runs as another user.
     public init(socketPath: String? = nil) throws(HandoffError) {
         let path = socketPath ?? LocalAPIPath.socketPath(environment: ProcessInfo.processInfo.environment,
                                                          uid: getuid(), isClient: true)
         self.socketPath = path
+        let unreachable = { (reason: String) in
+            HandoffError(.daemonUnavailable, "Cannot reach handoffd at \(path): \(reason).",
+                         fix: "Start handoffd, or point --socket / HANDOFF_SOCKET at the socket it listens on.")
+        }
+        // Nothing there is the common case ("is handoffd running?"); say so before judging the directory.
+        var info = stat()
+        guard lstat(path, &info) == 0 else { throw unreachable(String(cString: strerror(errno))) }
+        let directory = LocalAPIPath.directory(of: path)
+        guard lstat(directory, &info) == 0 else { throw unreachable(String(cString: strerror(errno))) }
+        try LocalAPIPath.checkDirectory(directory, Self.directoryStatus(info), uid: getuid())
+        let connection: StreamConnection
         do {
             connection = try StreamConnection.connect(unixPath: path)
         } catch {
-            throw HandoffError(.daemonUnavailable, "Cannot reach handoffd at \(path): \(error).",
-                               fix: "Start handoffd, or point --socket / HANDOFF_SOCKET at the socket it listens on.")
+            throw unreachable("\(error)")
         }
+        do throws(HandoffError) {
+            try LocalAPIPath.checkPeer(uid: try Self.peerUID(connection.fd, path: path), socketPath: path, uid: getuid())
+        } catch {
+            connection.close()
+            throw error
+        }
+        self.connection = connection
+    }
+
+    static func directoryStatus(_ info: stat) -> LocalAPIPath.DirectoryStatus {
+        let kind: LocalAPIPath.DirectoryStatus.Kind = switch info.st_mode & S_IFMT {
+        case S_IFDIR: .directory
+        case S_IFLNK: .symbolicLink
+        default: .other
+        }
+        return .init(kind: kind, owner: info.st_uid, permissions: info.st_mode & 0o7777)
+    }
+
+    /// The uid of the process on the other end of a connected Unix socket.
+    static func peerUID(_ fd: Int32, path: String) throws(HandoffError) -> UInt32 {
+        // struct ucred { pid_t pid; uid_t uid; gid_t gid; }: Glibc imports it only under _GNU_SOURCE.
+        var credentials: [UInt32] = [0, 0, 0]
+        var length = socklen_t(MemoryLayout<UInt32>.size * 3)
+        let status = credentials.withUnsafeMutableBytes { getsockopt(fd, SOL_SOCKET, SO_PEERCRED, $0.baseAddress, &length) }
+        guard status == 0, length == MemoryLayout<UInt32>.size * 3 else {
+            throw HandoffError(.daemonUnavailable, "Cannot tell who listens on \(path): \(String(cString: strerror(errno))).",
+                               fix: "Point --socket / HANDOFF_SOCKET at a Unix socket of handoffd.")
+        }
+        return credentials[1]
     }
 
     deinit { connection.close() }

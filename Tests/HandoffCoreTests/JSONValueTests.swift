@@ -93,4 +93,72 @@ import Testing
         let duplicated = JSONValue(dictionaryLiteral: ("k", 1), ("k", 2))
         #expect(duplicated == ["k": 2])
     }
+
+    // MARK: The parser (RFC 8259) and its limits (finding 11)
+
+    @Test(arguments: [
+        ("  [ 1 , 2 ]\r\n\t", JSONValue.array([.integer(1), .integer(2)])),
+        (#""\u00e9\ud83d\udc0b\/\b\f\r\t""#, JSONValue.string("é🐋/\u{8}\u{C}\r\t")),
+        ("1e2", .double(100)), ("-1.5E-1", .double(-0.15)), ("0.0", .double(0)), ("1.0", .double(1)),
+        ("-9223372036854775809", .double(-9_223_372_036_854_775_809)),
+        (#"{"a":[],"b":{}}"#, .object(["a": .array([]), "b": .object([:])])),
+        ("[[[]]]", .array([.array([.array([])])])), (#""""#, .string("")),
+    ])
+    func parsesWhatRFC8259Allows(_ text: String, _ expected: JSONValue) throws {
+        #expect(try JSONValue.parse(text) == expected)
+    }
+
+    @Test(arguments: [
+        "01", "-", "1.", ".5", "1e", "+1", "1e400", "-1e400", "NaN", "Infinity", "[1,]", "[,1]", "{\"a\":1,}",
+        "{a:1}", "[1 2]", "tru", "nulll", "\"\u{1}\"", "\"\\x\"", "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"",
+        "\"\\ud800\\u0041\"", "\"unterminated", "[", "]", "{\"a\"}", "\u{0B}1",
+    ])
+    func refusesWhatRFC8259Refuses(_ text: String) {
+        let failure = #expect(throws: HandoffError.self) { try JSONValue.parse(text) }
+        #expect(failure?.message == "not valid JSON")
+    }
+
+    @Test func invalidUTF8InsideEscapedStringsIsRefused() {
+        #expect(throws: HandoffError.self) { try JSONValue.parse(Data([0x22, 0x5C, 0x6E, 0xC3, 0x22])) }
+        #expect(throws: HandoffError.self) { try JSONValue.parse(Data([0x22, 0xED, 0xA0, 0x80, 0x22])) }
+    }
+
+    @Test func repeatedKeysAreRefusedNotSilentlyMerged() {
+        for text in [#"{"op":"status","op":"publish"}"#, "{\"\u{E9}\":1,\"e\u{301}\":2}"] {
+            let failure = #expect(throws: HandoffError.self) { try JSONValue.parse(text) }
+            #expect(failure?.message == "not valid JSON: an object repeats a key")
+        }
+    }
+
+    @Test func depthIsBoundedAtTheLimitNotBelow() throws {
+        let deepest = String(repeating: "[", count: JSONValue.maximumDepth) + String(repeating: "]", count: JSONValue.maximumDepth)
+        #expect(try JSONValue.parse(deepest).arrayValue?.count == 1)
+        let tooDeep = "[" + deepest + "]"
+        let failure = #expect(throws: HandoffError.self) { try JSONValue.parse(tooDeep) }
+        #expect(failure?.code == .invalidRequest)
+        #expect(failure?.message == "The JSON is nested deeper than 64 levels, the limit.")
+    }
+
+    /// The attack of finding 11: 511 unclosed brackets in a 1 KB line took 3.7 s
+    /// on the daemon's actor. Now refused after reading 65 of them.
+    @Test func aLineOfBracketsIsRefusedAtOnce() {
+        for opener in ["[", "{\"a\":"] {
+            let line = #"{"op":"publish","x":"# + String(repeating: opener, count: 100_000)
+            let clock = ContinuousClock()
+            let elapsed = clock.measure {
+                let failure = #expect(throws: HandoffError.self) { try JSONValue.parse(line) }
+                #expect(failure?.message.contains("nested deeper than 64") == true)
+            }
+            #expect(elapsed < .milliseconds(100))
+        }
+    }
+
+    @Test func valueCountIsBoundedWhileParsing() throws {
+        let atLimit = "[" + Array(repeating: "0", count: JSONValue.maximumValues - 1).joined(separator: ",") + "]"
+        #expect(try JSONValue.parse(atLimit).arrayValue?.count == JSONValue.maximumValues - 1)
+        let over = "[" + Array(repeating: "true", count: JSONValue.maximumValues).joined(separator: ",") + "]"
+        let failure = #expect(throws: HandoffError.self) { try JSONValue.parse(over) }
+        #expect(failure?.message == "The JSON holds more than 262144 values, the limit.")
+        #expect(failure?.fix.contains("LOCAL-API.md") == true)
+    }
 }

@@ -15,6 +15,10 @@ private func nestedArrays(_ levels: Int) -> [UInt8] {
     Array([[UInt8]](repeating: hex("08 00000001"), count: levels).joined()) + [0x04]
 }
 
+private func bigEndian32(_ value: Int) -> [UInt8] {
+    (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) }
+}
+
 private func nestedValue(_ levels: Int) -> PropertyListValue {
     (0..<levels).reduce(PropertyListValue.bool(false)) { inner, _ in .array([inner]) }
 }
@@ -162,6 +166,24 @@ private func nestedValue(_ levels: Int) -> PropertyListValue {
         #expect(throws: WireError.nestingTooDeep(limit: 32)) { try decodeWhole(nestedArrays(100_000)) }
     }
 
+    /// Finding 11: a payload of millions of one-byte booleans took 678 MB to
+    /// decode. The count is checked before anything is reserved or stored.
+    @Test func valueCountIsCappedWhileDecoding() throws {
+        let limit = PropertyListValue.maximumValues
+        // The root array counts as one value.
+        let atLimit = hex("08") + bigEndian32(limit - 1) + [UInt8](repeating: 0x05, count: limit - 1)
+        #expect(try decodeWhole(atLimit) == .array(Array(repeating: .bool(true), count: limit - 1)))
+        let over = hex("08") + bigEndian32(limit) + [UInt8](repeating: 0x05, count: limit)
+        #expect(throws: WireError.invalidValue("more than 65536 values, the limit")) { try decodeWhole(over) }
+        // Counted across containers too: many small arrays add up.
+        let inner = hex("08 00000001 05")
+        let many = hex("08") + bigEndian32(limit / 2) + Array([[UInt8]](repeating: inner, count: limit / 2).joined())
+        #expect(throws: WireError.invalidValue("more than 65536 values, the limit")) { try decodeWhole(many) }
+        // A count over the budget is refused before any entry is read (the bytes after it would do for the count).
+        let dictionary = hex("09") + bigEndian32(limit) + [UInt8](repeating: 0, count: limit * 3)
+        #expect(throws: WireError.invalidValue("more than 65536 values, the limit")) { try decodeWhole(dictionary) }
+    }
+
     @Test func randomGarbageThrowsOrDecodesCanonically() {
         var decoded = 0
         for (index, bytes) in randomGarbage(seed: 0x504C_4953_5401).enumerated() {
@@ -272,6 +294,25 @@ private func nestedValue(_ levels: Int) -> PropertyListValue {
 
 /// Regressions for values the encoder once could not take.
 @Suite struct PropertyListValidationTests {
+    @Test func jsonValueCountIsCappedWithTheKeyPathRoot() throws {
+        let limit = PropertyListValue.maximumValues
+        let atLimit = JSONValue.array(Array(repeating: .bool(true), count: limit - 1))
+        #expect(try PropertyListValue(json: atLimit) == .array(Array(repeating: .bool(true), count: limit - 1)))
+        let nested = JSONValue.object(["a": .array(Array(repeating: .array([.integer(1)]), count: limit / 2))])
+        let failure = #expect(throws: HandoffError.self) { try PropertyListValue(json: nested) }
+        #expect(failure?.code == .invalidActivity)
+        #expect(failure?.message == "userInfo holds more than 65536 values, the limit.")
+        #expect(failure?.fix.contains("one string or data value") == true)
+    }
+
+    @Test func validateCountsValuesLikeTheDecoders() {
+        let over = PropertyListValue.dictionary(["a": .array(Array(repeating: .bool(false), count: PropertyListValue.maximumValues))])
+        let failure = #expect(throws: HandoffError.self) { try over.validate() }
+        #expect(failure?.message == "userInfo holds more than 65536 values, the limit.")
+        let atLimit = PropertyListValue.dictionary(["a": .array(Array(repeating: .bool(false), count: PropertyListValue.maximumValues - 2))])
+        #expect(throws: Never.self) { try atLimit.validate() }
+    }
+
     @Test func overlongKeyIsAnErrorNotACrash() {
         let value = PropertyListValue.dictionary([String(repeating: "k", count: 65_536): .integer(1)])
         #expect(throws: HandoffError.self) { try value.validate() }

@@ -36,8 +36,9 @@ func fileBytes(_ path: String) -> [UInt8]? {
     FileManager.default.contents(atPath: path).map { [UInt8]($0) }
 }
 
+/// Owner-only, as handoffd writes its state files; tests of looser modes chmod afterwards.
 func writeFile(_ path: String, _ bytes: [UInt8]) {
-    precondition(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+    precondition(FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]))
 }
 
 @Suite struct StateDirectoryTests {
@@ -207,6 +208,120 @@ func writeFile(_ path: String, _ bytes: [UInt8]) {
         let missing = #expect(throws: HandoffError.self) { try state.writeAtomically([1], to: temp.path + "/no/such/file") }
         #expect(missing?.message.contains("(open)") == true)
         #expect(temp.contents() == ["target"])
+    }
+
+    // MARK: Links, modes and owners (finding 13)
+
+    @Test func danglingIdentityLinkIsAnErrorNamingThePathNotANewIdentity() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let state = StateDirectory(path: temp.path)
+        #expect(symlink(temp.path + "/moved-away", state.identityPath) == 0)
+        let failure = #expect(throws: HandoffError.self) { try state.loadOrCreateIdentity() }
+        #expect(failure?.code == .storage)
+        #expect(failure?.message == "\(state.identityPath) is a symbolic link; handoffd does not follow links for its state files.")
+        // Nothing was created, neither at the link nor where it points.
+        #expect(temp.contents() == ["identity"])
+        var info = stat()
+        #expect(lstat(state.identityPath, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK)
+    }
+
+    @Test func identityLinkToAValidFileIsNotFollowed() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let state = StateDirectory(path: temp.path)
+        writeFile(temp.path + "/elsewhere", Array("handoff-identity-v1\nseed \(rfcSeedHex)\n".utf8))
+        #expect(symlink(temp.path + "/elsewhere", state.identityPath) == 0)
+        let failure = #expect(throws: HandoffError.self) { try state.loadOrCreateIdentity() }
+        #expect(failure?.message.contains("symbolic link") == true)
+    }
+
+    @Test func trustStoreAndSettingsLinksAreNotFollowed() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let state = StateDirectory(path: temp.path)
+        writeFile(temp.path + "/elsewhere", Array(#"{"version":1,"peers":[]}"#.utf8))
+        #expect(symlink(temp.path + "/elsewhere", state.trustPath) == 0)
+        #expect(symlink(temp.path + "/missing", state.settingsPath) == 0)
+        let trust = #expect(throws: HandoffError.self) { try TrustStore.load(from: state) }
+        #expect(trust?.message.contains(state.trustPath) == true)
+        #expect(trust?.message.contains("symbolic link") == true)
+        let settings = #expect(throws: HandoffError.self) { try state.read(state.settingsPath) }
+        #expect(settings?.message.contains("symbolic link") == true)
+    }
+
+    @Test(arguments: [0o644, 0o640, 0o604, 0o660, 0o606] as [mode_t])
+    func identityOpenToOthersIsRefusedAndLeftAlone(_ mode: mode_t) throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let state = StateDirectory(path: temp.path)
+        let bytes = Array("handoff-identity-v1\nseed \(rfcSeedHex)\n".utf8)
+        writeFile(state.identityPath, bytes)
+        #expect(chmod(state.identityPath, mode) == 0)
+        let failure = #expect(throws: HandoffError.self) { try state.loadOrCreateIdentity() }
+        #expect(failure?.code == .identity)
+        #expect(failure?.message.contains("\(state.identityPath) has mode \(String(mode, radix: 8))") == true)
+        #expect(failure?.fix.contains("chmod 600 \(state.identityPath)") == true)
+        #expect(permissions(state.identityPath) == mode)
+        #expect(fileBytes(state.identityPath) == bytes)
+        // The fix the error gives works.
+        #expect(chmod(state.identityPath, 0o600) == 0)
+        #expect(try state.loadOrCreateIdentity().created == false)
+    }
+
+    @Test func aCorruptLooseIdentityIsReportedAsCorrupt() {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let state = StateDirectory(path: temp.path)
+        writeFile(state.identityPath, Array("handoff-identity-v1\nseed 1234\n".utf8))
+        #expect(chmod(state.identityPath, 0o644) == 0)
+        let failure = #expect(throws: HandoffError.self) { try state.loadOrCreateIdentity() }
+        #expect(failure?.message == "The identity file \(state.identityPath) is corrupt.")
+    }
+
+    @Test func stateFilesOthersCanWriteAreRefusedReadableOnesAreRead() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let state = StateDirectory(path: temp.path)
+        writeFile(state.trustPath, [0x7B, 0x7D])
+        #expect(chmod(state.trustPath, 0o662) == 0)
+        let failure = #expect(throws: HandoffError.self) { try state.read(state.trustPath) }
+        #expect(failure?.code == .storage)
+        #expect(failure?.message == "\(state.trustPath) has mode 662: other users could have changed it.")
+        #expect(chmod(state.trustPath, 0o644) == 0)
+        #expect(try state.read(state.trustPath) == [0x7B, 0x7D])
+    }
+
+    @Test func aFifoInPlaceOfTheIdentityIsRefusedWithoutBlocking() {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let state = StateDirectory(path: temp.path)
+        #expect(mkfifo(state.identityPath, 0o600) == 0)
+        let failure = #expect(throws: HandoffError.self) { try state.loadOrCreateIdentity() }
+        #expect(failure?.message == "\(state.identityPath) is not a regular file.")
+    }
+
+    @Test(.enabled(if: getuid() == 0, "chown needs root"))
+    func stateFilesOfAnotherUserAreRefused() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let state = StateDirectory(path: temp.path)
+        writeFile(state.identityPath, Array("handoff-identity-v1\nseed \(rfcSeedHex)\n".utf8))
+        #expect(chown(state.identityPath, 4242, 4242) == 0)
+        let failure = #expect(throws: HandoffError.self) { try state.loadOrCreateIdentity() }
+        #expect(failure?.code == .storage)
+        #expect(failure?.message == "\(state.identityPath) belongs to uid 4242, not to the user running handoffd (uid 0).")
+    }
+
+    @Test func writeAtomicallyReplacesALinkInsteadOfWritingThroughIt() throws {
+        let temp = TemporaryDirectory()
+        defer { temp.remove() }
+        let state = StateDirectory(path: temp.path)
+        writeFile(temp.path + "/target", [7])
+        #expect(symlink(temp.path + "/target", temp.path + "/data") == 0)
+        try state.writeAtomically([1], to: temp.path + "/data")
+        #expect(fileBytes(temp.path + "/target") == [7])
+        #expect(try state.read(temp.path + "/data") == [1])
     }
 
     @Test func defaultPathFollowsXDG() {
