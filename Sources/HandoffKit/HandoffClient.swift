@@ -40,7 +40,7 @@ public final class HandoffClient: @unchecked Sendable {
             throw unreachable("\(error)")
         }
         do throws(HandoffError) {
-            try LocalAPIPath.checkPeer(uid: try Self.peerUID(connection.fd, path: path), socketPath: path, uid: getuid())
+            try LocalAPIPath.checkPeer(uid: try Self.peerUID(connection, path: path), socketPath: path, uid: getuid())
         } catch {
             connection.close()
             throw error
@@ -58,16 +58,13 @@ public final class HandoffClient: @unchecked Sendable {
     }
 
     /// The uid of the process on the other end of a connected Unix socket.
-    static func peerUID(_ fd: Int32, path: String) throws(HandoffError) -> UInt32 {
-        // struct ucred { pid_t pid; uid_t uid; gid_t gid; }: Glibc imports it only under _GNU_SOURCE.
-        var credentials: [UInt32] = [0, 0, 0]
-        var length = socklen_t(MemoryLayout<UInt32>.size * 3)
-        let status = credentials.withUnsafeMutableBytes { getsockopt(fd, SOL_SOCKET, SO_PEERCRED, $0.baseAddress, &length) }
-        guard status == 0, length == MemoryLayout<UInt32>.size * 3 else {
-            throw HandoffError(.daemonUnavailable, "Cannot tell who listens on \(path): \(String(cString: strerror(errno))).",
+    static func peerUID(_ connection: StreamConnection, path: String) throws(HandoffError) -> UInt32 {
+        do {
+            return try connection.peerUID()
+        } catch {
+            throw HandoffError(.daemonUnavailable, "Cannot tell who listens on \(path): \(error).",
                                fix: "Point --socket / HANDOFF_SOCKET at a Unix socket of handoffd.")
         }
-        return credentials[1]
     }
 
     deinit { connection.close() }

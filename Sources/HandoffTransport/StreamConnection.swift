@@ -105,6 +105,18 @@ public final class StreamConnection: Sendable {
         try setOption(fd, SOL_SOCKET, SO_SNDTIMEO, value, "setsockopt(SO_SNDTIMEO)")
     }
 
+    /// The user id of the process on the other end of a Unix socket (SO_PEERCRED).
+    public func peerUID() throws(SystemError) -> UInt32 {
+        // struct ucred { pid_t pid; uid_t uid; gid_t gid; }: Glibc imports it only under _GNU_SOURCE.
+        var credentials: [UInt32] = [0, 0, 0]
+        var length = socklen_t(MemoryLayout<UInt32>.size * 3)
+        try systemCall("getsockopt(SO_PEERCRED)") {
+            credentials.withUnsafeMutableBytes { getsockopt(fd, SOL_SOCKET, SO_PEERCRED, $0.baseAddress, &length) }
+        }
+        guard length == MemoryLayout<UInt32>.size * 3 else { throw SystemError("getsockopt(SO_PEERCRED)", errno: EINVAL) }
+        return credentials[1]
+    }
+
     /// Limits how long one write may block (a peer that stops reading); 0 means forever.
     public func setSendTimeout(millis: Int) throws(SystemError) {
         let value = timeval(tv_sec: millis / 1000, tv_usec: (millis % 1000) * 1000)
