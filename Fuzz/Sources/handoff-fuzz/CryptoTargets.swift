@@ -10,32 +10,56 @@ enum CryptoTargets {
     /// A and B of the vectors (RFC 8032 test keys 1 and 2).
     static let a = try! Identity(seed: bytes("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"))
     static let b = try! Identity(seed: bytes("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb"))
-    static let pairKey = bytes("7b2bfa0c758a3a86d37d01e7867045f83125b11c859cdfac5d2d9df571789f30")
+    /// The pair key of A and B ("Pair key") and the secrets the handshake derives from it.
+    static let secrets = PairSecrets(pairKey: bytes("386a8e16359b2d81831785ca3f74af405039f64c6592f7426713c830271cba6c"))
+    /// K(1888888) of the seal chain vector, the period of the sealed-announcement vector.
+    static let periodKey = bytes("2f01f380358a54d50d8dc4cab55bfb39675bb849e63ff63bff80719f26c1a821")
     /// RFC 7748's Alice (the client's ephemeral) and Bob (the server's).
     static let alice = bytes("77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a")
     static let bob = bytes("5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb")
-    static let hello = bytes("0201" + "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a")
+    /// The handshake vector's hello: B fetching from A.
+    static let hello = bytes("0301" + "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"
+        + "6f4cf4b66a9ee6131bf8f2488cd808dc")
 
+    /// A sealed datagram from A to B, opened as B opens it: with the period key of the pair, for sender A.
     static func sealedAnnouncement(_ input: [UInt8]) {
         guard let sealed = try? SealedAnnouncement(decoding: input),
-              let inner = AnnouncementSeal.open(sealed, pairKey: pairKey) else { return }
+              let inner = AnnouncementSeal.open(sealed, periodKey: periodKey, sender: a.publicKey) else { return }
         guard let received = try? ReceivedAnnouncement(decoding: inner) else { return }
         _ = received.verify(with: Ed25519())
     }
 
+    /// The hello parser alone: what it accepts is exactly its fields, in order.
+    static func handshakeHelloParse(_ input: [UInt8]) {
+        guard let parsed = try? Handshake.Hello(input) else { return }
+        check([Handshake.version, parsed.purpose.rawValue] + parsed.ephemeral + parsed.hint == input,
+              "a parsed hello is its fields")
+        _ = parsed.isFrom(secrets)
+    }
+
+    /// A server (A) answering a hello as the daemon does: the pair's PSK when the hint names B, else the open one.
     static func handshakeHello(_ input: [UInt8]) {
+        guard let parsed = try? Handshake.Hello(input) else { return }
         let server = Handshake.Server(identity: a, ephemeral: EphemeralKey(secret: bob))
-        _ = try? server.receive(hello: input)
+        if parsed.isFrom(secrets) {
+            _ = try? server.answer(parsed, psk: secrets.handshakePSK, expectedClient: b.publicKey)
+        } else if parsed.purpose == .pair {
+            _ = try? server.answer(parsed, psk: Handshake.openPSK, expectedClient: nil)
+        }
     }
 
     static func handshakeServerHello(_ input: [UInt8]) {
-        let client = Handshake.Client(identity: b, purpose: .fetch, ephemeral: EphemeralKey(secret: alice))
+        let client = Handshake.Client(identity: b, purpose: .fetch, secrets: secrets, ephemeral: EphemeralKey(secret: alice))
         _ = try? client.receive(serverHello: input)
     }
 
     static func handshakeClientAuth(_ input: [UInt8]) {
         let server = Handshake.Server(identity: a, ephemeral: EphemeralKey(secret: bob))
-        guard (try? server.receive(hello: hello)) != nil else { Targets.check(false, "the vector hello is accepted"); return }
+        guard let parsed = try? Handshake.Hello(hello), parsed.isFrom(secrets),
+              (try? server.answer(parsed, psk: secrets.handshakePSK, expectedClient: b.publicKey)) != nil else {
+            Targets.check(false, "the vector hello is accepted")
+            return
+        }
         _ = try? server.receive(clientAuth: input)
     }
 
@@ -47,4 +71,6 @@ enum CryptoTargets {
                           isTrusted: { $0 == trusted })
         _ = table.expire(nowMillis: 1_700_000_100_000)
     }
+
+    static func check(_ condition: @autoclosure () -> Bool, _ what: String) { Targets.check(condition(), what) }
 }

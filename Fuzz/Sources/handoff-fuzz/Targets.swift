@@ -32,6 +32,7 @@ enum Targets {
         "command-line": commandLine,
         // HandoffCrypto: what arrives before any key is trusted.
         "sealed-announcement": CryptoTargets.sealedAnnouncement,
+        "handshake-hello-parse": CryptoTargets.handshakeHelloParse,
         "handshake-hello": CryptoTargets.handshakeHello,
         "handshake-server-hello": CryptoTargets.handshakeServerHello,
         "handshake-client-auth": CryptoTargets.handshakeClientAuth,
@@ -109,7 +110,14 @@ enum Targets {
 
     static func transferFrame(_ bytes: [UInt8]) {
         if bytes.count >= TransferFrame.headerBytes {
-            _ = try? TransferFrame.bodyLength(header: Array(bytes.prefix(TransferFrame.headerBytes)))
+            let header = Array(bytes.prefix(TransferFrame.headerBytes))
+            let authenticated = try? TransferFrame.bodyLength(header: header, limits: .authenticated)
+            // Before authentication a stranger's header is judged alone: only small handshake
+            // frames and refusals pass, and never a length the authenticated limits refuse.
+            if let clear = try? TransferFrame.bodyLength(header: header, limits: .clear) {
+                check(authenticated.map { $0 == clear } ?? false, "what the clear limits take, the authenticated ones take too")
+                check(clear.length <= TransferFrame.maximumRefusalBodyBytes, "the clear limits bound the body")
+            }
         }
         guard let frame = try? TransferFrame(decoding: bytes) else { return }
         // Refusal messages are shown to people with unsafe characters dropped, so only they may differ.
