@@ -40,7 +40,7 @@ public actor Daemon {
     var hintTable: [[UInt8]: DeviceKey] = [:]
     var hintEpoch: UInt64?
     var pairing = PairingState()
-    var bluetooth: BluetoothDiscovery?
+    var bluetooth: (any BluetoothPresence)?
     var proximity: ProximityTracker
     /// Beacon tokens of paired devices for the previous, current and next period.
     var beaconTable: [[UInt8]: DeviceKey] = [:]
