@@ -77,7 +77,6 @@ try:
     from bumble import hci, ll
     from bumble.controller import Controller, LegacyAdvertiser
     from bumble.link import LocalLink
-    from bumble.transport import open_transport
     from bumble.transport.common import PacketParser
 except ImportError as missing:
     sys.exit(f"ble-lab: {missing}: run it with a Python that has bumble (pip install bumble==0.0.236)")
@@ -512,13 +511,55 @@ class HciPort(asyncio.Protocol):
         self.transport.write(packet)
 
 
+class VhciPort:
+    """A controller attached to the kernel through /dev/vhci: the kernel is its
+    host and creates an hciN for it (drivers/bluetooth/hci_vhci.c)."""
+
+    VENDOR_PACKET = 0xFF
+    PRIMARY = 0x00
+
+    def __init__(self, controller):
+        self.fd = os.open("/dev/vhci", os.O_RDWR | os.O_CLOEXEC)
+        try:
+            # Within a second of the open, or the kernel creates a device of its own choosing.
+            os.write(self.fd, bytes([self.VENDOR_PACKET, self.PRIMARY]))
+            reply = os.read(self.fd, 4)  # ff, the type, the new device's index (LE 16)
+        except OSError:
+            os.close(self.fd)
+            raise
+        if len(reply) != 4 or reply[0] != self.VENDOR_PACKET:
+            os.close(self.fd)
+            raise OSError(f"/dev/vhci answered {reply.hex()} to the create request")
+        self.index = reply[2] | reply[3] << 8
+        self.parser = PacketParser(controller)
+        controller.host = self
+        asyncio.get_running_loop().add_reader(self.fd, self.readable)
+
+    def readable(self):
+        try:
+            data = os.read(self.fd, 4096)  # one packet per read
+        except OSError as error:
+            log.warning("vhci read failed: %s", error)
+            return
+        if data:
+            self.parser.feed_data(data)
+
+    # Packet sink for the controller: events and ACL data to the kernel.
+    def on_packet(self, packet: bytes):
+        os.write(self.fd, packet)
+
+    def close(self):
+        asyncio.get_running_loop().remove_reader(self.fd)
+        os.close(self.fd)
+
+
 @dataclasses.dataclass
 class Host:
     name: str
     controller: LabController
     path: str
     server: asyncio.AbstractServer = None
-    vhci: object = None  # the /dev/vhci transport, with --vhci
+    vhci: VhciPort = None  # with --vhci
     client: HciPort = None
     rssi: int = None  # override, None for the default
     removed: bool = False  # "controller HOST remove": as if the adapter were unplugged
@@ -548,9 +589,8 @@ class Lab:
             for host in self.hosts.values():
                 if self.vhci:
                     # The kernel is the client: it creates hciN and drives the controller.
-                    host.vhci = await open_transport("vhci")
-                    host.vhci.source.set_packet_sink(host.controller)
-                    host.controller.host = host.vhci.sink
+                    host.vhci = VhciPort(host.controller)
+                    log.info("%s: attached as hci%d", host.name, host.vhci.index)
                     continue
                 host.server = await loop.create_unix_server(lambda host=host: HciPort(host), host.path)
             self.control_server = await asyncio.start_unix_server(self.serve_control, self.control_path)

@@ -38,4 +38,23 @@ static inline const sd_bus_vtable *handoff_advertisement_vtable(sd_bus_message_h
     memcpy(table, built, sizeof built);
     return table;
 }
+/* org.bluez.AdvertisementMonitor1 (doc/org.bluez.AdvertisementMonitor.rst):
+   an or-pattern on our manufacturer data. Registering one makes the kernel
+   scan with duplicate filtering off, so every advertisement is reported. */
+static inline const sd_bus_vtable *handoff_monitor_vtable(sd_bus_message_handler_t method,
+                                                          sd_bus_property_get_t get) {
+    static sd_bus_vtable table[9];
+    const sd_bus_vtable built[9] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD("Release", "", "", method, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Activate", "", "", method, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("DeviceFound", "o", "", method, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("DeviceLost", "o", "", method, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_PROPERTY("Type", "s", get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Patterns", "a(yyay)", get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_VTABLE_END,
+    };
+    memcpy(table, built, sizeof built);
+    return table;
+}
 #endif

@@ -10,7 +10,10 @@ import Synchronization
 /// It registers this host's beacon as an org.bluez.LEAdvertisement1 of type
 /// broadcast and scans with discovery (Transport le, DuplicateData on),
 /// reading RSSI and ManufacturerData from the Device1 objects bluetoothd
-/// creates. The kernel chooses legacy or extended commands and the
+/// creates. Where bluetoothd offers it (-E), it also registers an
+/// advertisement monitor on our manufacturer data: with one registered the
+/// kernel scans with the controller's duplicate filter off, so every
+/// advertisement reaches us, not one per device per scan cycle. The kernel chooses legacy or extended commands and the
 /// non-resolvable private address; nothing here needs a privilege.
 ///
 /// One owner thread ("bluez") holds the bus connection and every field marked
@@ -43,12 +46,15 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     /// Bumped whenever the bus or bluetoothd starts afresh; replies from before are ignored.
     private var generation = 0
     private var bluetoothdPresent = false
+    /// bluetoothd's unique bus name: signals from anyone else are ignored (anyone may emit a signal).
+    private var bluezOwner: String?
     private var adapters: [String: BlueZ.Adapter] = [:]
     /// The adapter in use (its object path).
     private var current: String?
     private var token: [UInt8]?
     private var advertisement = Step.off
     private var discovery = Step.off
+    private var monitor = Step.off
     private var devices: [String: Sighting] = [:]
     private var timers: [(deadline: UInt64, work: (BlueZPresence) -> Void)] = []
     private var stopping = false
@@ -204,16 +210,23 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         do throws(BusError) {
             let bus = try BusConnection.openSystem()
             try exportAdvertisement(on: bus)
+            try exportMonitor(on: bus)
             try bus.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(BlueZ.service)'") {
                 [unowned self] _, _, _, values in
                 guard values.count == 3, let newOwner = values[2].string else { return }
-                bluetoothdChanged(present: !newOwner.isEmpty)
+                bluetoothdChanged(owner: newOwner.isEmpty ? nil : newOwner)
             }
-            try bus.addMatch("type='signal',sender='\(BlueZ.service)',interface='org.freedesktop.DBus.ObjectManager'") {
-                [unowned self] _, member, _, values in objectsChanged(member: member, values: values)
+            // No sender='org.bluez' here: sd-bus dispatches a match locally by comparing the
+            // rule's sender with the message's, which is bluetoothd's unique name. Checked below.
+            try bus.addMatch("type='signal',interface='org.freedesktop.DBus.ObjectManager',path='/'") {
+                [unowned self] _, member, sender, values in
+                guard sender == bluezOwner else { return }
+                objectsChanged(member: member, values: values)
             }
-            try bus.addMatch("type='signal',sender='\(BlueZ.service)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path_namespace='/org/bluez'") {
-                [unowned self] path, _, _, values in propertiesChanged(path: path, values: values)
+            try bus.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path_namespace='/org/bluez'") {
+                [unowned self] path, _, sender, values in
+                guard sender == bluezOwner else { return }
+                propertiesChanged(path: path, values: values)
             }
             connection = bus
             loadObjects()
@@ -237,10 +250,11 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         after(millis: 2000) { $0.connect() }
     }
 
-    private func bluetoothdChanged(present: Bool) {
+    private func bluetoothdChanged(owner: String?) {
         forgetBluetoothd()
-        if present {
-            generation += 1
+        generation += 1
+        if let owner {
+            bluezOwner = owner
             loadObjects()
         } else {
             updateStatus()
@@ -250,15 +264,33 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     /// bluetoothd went away (or is back as a new process): what it held for us is gone with it.
     private func forgetBluetoothd() {
         bluetoothdPresent = false
+        bluezOwner = nil
         adapters.removeAll()
         devices.removeAll()
         current = nil
         advertisement = .off
         discovery = .off
+        monitor = .off
     }
 
-    /// Reads bluetoothd's adapters; also how bluetoothd's presence is first learnt.
+    /// Learns who bluetoothd is, then reads its adapters; also how its presence is first learnt.
     private func loadObjects() {
+        let issued = generation
+        call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner", { (body: inout MessageWriter) throws(BusError) in
+            try body.string(BlueZ.service)
+        }) { [unowned self] result in
+            guard issued == generation else { return }
+            guard case let .success(values) = result, let owner = values.first?.string else {
+                // Not running: NameOwnerChanged announces it when it starts.
+                bluetoothdPresent = false
+                return updateStatus()
+            }
+            bluezOwner = owner
+            loadAdapters()
+        }
+    }
+
+    private func loadAdapters() {
         let issued = generation
         call(BlueZ.service, "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects") { [unowned self] result in
             guard issued == generation else { return }
@@ -316,6 +348,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
             var adapter = adapters[path] ?? BlueZ.Adapter(path: path, name: name)
             adapter.apply(properties)
             adapter.canAdvertise = interfaces[BlueZ.advertisingManagerInterface] != nil
+            adapter.canMonitor = interfaces[BlueZ.monitorManagerInterface] != nil
             adapters[path] = adapter
         }
         if live, let properties = interfaces[BlueZ.deviceInterface]?.stringDictionary {
@@ -358,10 +391,23 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
 
     private func beaconChanged(_ next: [UInt8]?) {
         guard next != token else { return }
+        let previous = token
         token = next
-        // A new token goes out with a new address: bluetoothd adds the instance afresh,
-        // and the kernel picks a new non-resolvable private address for it.
-        if advertisement == .on { unregisterAdvertisement() }
+        if advertisement == .on, previous != nil, next != nil, let connection {
+            // A new token goes out with a new address: on PropertiesChanged bluetoothd
+            // re-adds the instance, and the kernel disables the set, gives it a new
+            // non-resolvable private address, then the new data, then enables it
+            // (seen with btmon in the VM lab; Docs/HARDWARE.md).
+            do throws(BusError) {
+                try connection.emitPropertiesChanged(path: BlueZ.advertisementPath, interface: BlueZ.advertisementInterface,
+                                                     names: ["ManufacturerData"])
+            } catch {
+                lastError = "rotation: \(error)"
+                unregisterAdvertisement() // registered afresh below, with the new token
+            }
+        } else if next == nil && advertisement != .off {
+            unregisterAdvertisement()
+        }
         reconcile()
     }
 
@@ -374,13 +420,16 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
             current = chosen?.path
             advertisement = .off
             discovery = .off
+            monitor = .off
             devices.removeAll()
         }
         guard let adapter = chosen, adapter.powered else {
             advertisement = .off
             discovery = .off
+            monitor = .off
             return updateStatus()
         }
+        if monitor == .off && adapter.canMonitor { registerMonitor(on: adapter.path) }
         if discovery == .off { startDiscovery(on: adapter.path) }
         if token != nil && advertisement == .off && adapter.canAdvertise { registerAdvertisement(on: adapter.path) }
         updateStatus()
@@ -490,6 +539,65 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
                        vtable: handoff_advertisement_vtable(messageTrampoline, propertyTrampoline), callbacks: callbacks)
     }
 
+    private func registerMonitor(on path: String) {
+        monitor = .pending
+        let issued = generation
+        call(BlueZ.service, path, BlueZ.monitorManagerInterface, "RegisterMonitor", { (body: inout MessageWriter) throws(BusError) in
+            try body.objectPath(BlueZ.monitorRoot)
+        }) { [unowned self] result in
+            guard issued == generation, current == path, monitor == .pending else { return }
+            switch result {
+            case .success:
+                monitor = .on
+            case let .failure(error) where error.name == "org.bluez.Error.AlreadyExists":
+                monitor = .on
+            case let .failure(error):
+                // Discovery alone still works, with fewer reports: say so rather than retry for ever.
+                monitor = .off
+                lastError = "advertisement monitor: \(error)"
+            }
+            updateStatus()
+        }
+    }
+
+    /// The monitor bluetoothd reads (through GetManagedObjects on its root) when it is registered.
+    private func exportMonitor(on bus: BusConnection) throws(BusError) {
+        let pattern = BlueZ.monitorPattern(companyID: configuration.companyID)
+        let callbacks = BusCallbacks(onMessage: { [unowned self] message in
+            let member = sd_bus_message_get_member(message).map { String(cString: $0) } ?? ""
+            if member == "Release" {
+                monitor = .off
+                updateStatus()
+            }
+            // Activate, DeviceFound and DeviceLost need nothing: sightings come from Device1's properties.
+            return handoff_bus_reply_empty(message)
+        }, onProperty: { property, reply in
+            var writer = MessageWriter(message: reply)
+            do throws(BusError) {
+                switch property {
+                case "Type":
+                    try writer.string("or_patterns")
+                case "Patterns":
+                    try writer.container("a", "(yyay)") { (list: inout MessageWriter) throws(BusError) in
+                        try list.container("r", "yyay") { (entry: inout MessageWriter) throws(BusError) in
+                            try entry.byte(pattern.start)
+                            try entry.byte(pattern.type)
+                            try entry.bytes(pattern.content)
+                        }
+                    }
+                default:
+                    return -ENOENT
+                }
+            } catch {
+                return -error.errno
+            }
+            return 1
+        })
+        try bus.addObjectManager(path: BlueZ.monitorRoot)
+        try bus.export(path: BlueZ.monitorPath, interface: BlueZ.monitorInterface,
+                       vtable: handoff_monitor_vtable(messageTrampoline, propertyTrampoline), callbacks: callbacks)
+    }
+
     /// 100 ms: heard several times a second, without crowding the air.
     static let intervalMillis: UInt32 = 100
 
@@ -509,17 +617,21 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
                 text = "unavailable: adapter \(adapter.name) cannot advertise (no LE advertising manager)"
             } else {
                 let advertising = token == nil ? "not advertising (Handoff is off)" : advertisement == .on ? "advertising" : "registering the advertisement"
-                let scanning = discovery == .on ? "scanning (discovery)" : "starting discovery"
+                let scanning = discovery != .on ? "starting discovery"
+                    : monitor == .on ? "scanning (discovery with an advertisement monitor: every advertisement is reported)"
+                    : "scanning (discovery only: about one report per device per 10 s scan cycle; bluetoothd -E adds the advertisement monitor)"
                 available = discovery == .on && (token == nil || advertisement == .on)
                 text = "\(advertising) and \(scanning) on \(adapter.name) through bluetoothd" + (lastError.map { "; last error: \($0)" } ?? "")
             }
         } else {
             text = "unavailable: " + (wanted.map { "no adapter \($0) in bluetoothd" } ?? "bluetoothd has no adapter") + "; waiting for one"
         }
+        let scanning = monitor == .on ? "discovery and advertisement monitor" : "discovery"
         setStatus {
             $0.text = text
             $0.available = available
             $0.adapter = adapter?.name ?? wanted
+            $0.scanning = scanning
         }
     }
 

@@ -165,6 +165,15 @@ final class BusConnection {
         adopt(slot)
     }
 
+    /// Answers GetManagedObjects at `path` with the objects exported below it (BlueZ reads monitors this way).
+    func addObjectManager(path: String) throws(BusError) {
+        var slot: OpaquePointer?
+        let result = sd_bus_add_object_manager(bus, &slot, path)
+        guard result >= 0, let slot else { throw BusError(call: "sd_bus_add_object_manager \(path)", errno: -result) }
+        sd_bus_slot_set_floating(slot, 1)
+        sd_bus_slot_unref(slot)
+    }
+
     func emitPropertiesChanged(path: String, interface: String, names: [String]) throws(BusError) {
         var pointers: [UnsafeMutablePointer<CChar>?] = names.map { strdup($0) } + [nil]
         defer { pointers.forEach { free($0) } }
@@ -250,6 +259,11 @@ struct MessageWriter {
     }
 
     mutating func objectPath(_ path: String) throws(BusError) { try string(path, type: "o") }
+
+    mutating func byte(_ value: UInt8) throws(BusError) {
+        var value = value
+        try check(sd_bus_message_append_basic(message, CChar(UInt8(ascii: "y")), &value), "y")
+    }
 
     mutating func uint16(_ value: UInt16) throws(BusError) {
         var value = value

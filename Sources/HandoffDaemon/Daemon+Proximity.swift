@@ -42,6 +42,7 @@ extension Daemon {
         refreshBeaconTable(nowMillis: nowMillis)
         guard let key = beaconTable[token] else {
             unknownBeacons += 1
+            log.debug("bluetooth: a beacon with a token of no paired device, \(rssi) dBm")
             return
         }
         let wasNear = proximity.isNear(key, nowMillis: nowMillis)

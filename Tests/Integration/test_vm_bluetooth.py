@@ -14,7 +14,8 @@ import time
 import unittest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-OUT = os.environ.get("HANDOFF_VM_OUT", "/tmp/handoff-vm-lab")
+OUT = os.environ.get("HANDOFF_VM_OUT", "/tmp/handoff-vm-lab")  # logs and captures, shared with the host
+RUN = os.environ.get("HANDOFF_VM_RUN", "/run/handoff-vm")  # sockets and state, in the guest
 BIN = os.environ.get("HANDOFF_BIN", os.path.join(REPO, ".build", "debug"))
 HOSTS = {
     "laptop-a": {"netns": "vm-a", "adapter": "hci0", "interface": "veth-a", "address": "169.254.20.1"},
@@ -29,7 +30,7 @@ NEAR_RUNS = int(os.environ.get("HANDOFF_VM_NEAR_RUNS", "10"))
 def as_nobody(host, *command, env=()):
     info = HOSTS[host]
     return ["ip", "netns", "exec", info["netns"], "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-            "env", "HOME=/nonexistent", f"HANDOFF_SOCKET={OUT}/{host}/run/handoff.sock", *env, *command]
+            "env", "HOME=/nonexistent", f"HANDOFF_SOCKET={RUN}/{host}/run/handoff.sock", *env, *command]
 
 
 def peer(host, *args, check=True, timeout=30):
@@ -58,7 +59,7 @@ def air(command):
     """A line to ble-lab's control socket (range, rssi); its reply."""
     import socket
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as control:
-        control.connect(f"{OUT}/air/control.sock")
+        control.connect(f"{RUN}/air/control.sock")
         control.sendall((command + "\n").encode())
         reply = control.makefile().readline().strip()
     if not reply.startswith("ok"):
@@ -78,6 +79,15 @@ def near(host, name):
     return proximity if proximity and proximity.get("near") else None
 
 
+def hears(host, name, timeout=30):
+    """Waits until `host` lists `name` as near; on failure says what both daemons report."""
+    try:
+        return wait_until(f"{host} to hear {name}", lambda: near(host, name), timeout=timeout)
+    except AssertionError as error:
+        details = {h: bluetooth_status(h) for h in (host, name)}
+        raise AssertionError(f"{error}\n{json.dumps(details, indent=1)}\n{peer_json(host, 'list')}") from None
+
+
 def bluetooth_status(host):
     return peer_json(host, "status")["bluetooth"]
 
@@ -89,12 +99,12 @@ class Daemons:
     def start(self, host, *extra):
         info = HOSTS[host]
         log = open(f"{OUT}/{host}/handoffd.log", "a")
-        command = as_nobody(host, f"{BIN}/handoffd", "--state-dir", f"{OUT}/{host}/state",
-                            "--socket", f"{OUT}/{host}/run/handoff.sock", "--name", host,
+        command = as_nobody(host, f"{BIN}/handoffd", "--state-dir", f"{RUN}/{host}/state",
+                            "--socket", f"{RUN}/{host}/run/handoff.sock", "--name", host,
                             "--bluetooth-adapter", info["adapter"], "--interface", info["interface"], *DAEMON_ARGS, *extra)
         self.processes[host] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         log.close()
-        wait_until(f"{host}'s socket", lambda: os.path.exists(f"{OUT}/{host}/run/handoff.sock"), timeout=20)
+        wait_until(f"{host}'s socket", lambda: os.path.exists(f"{RUN}/{host}/run/handoff.sock"), timeout=20)
 
     def stop(self, host):
         process = self.processes.pop(host, None)
@@ -114,7 +124,7 @@ class Daemons:
 
 def pair(a, b):
     listener = subprocess.Popen(as_nobody(b, f"{BIN}/handoff-peer", "pair", "--yes", "--timeout", "30"),
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(100):
             if peer(a, "pair", "--address", HOSTS[b]["address"], "--yes", check=False).returncode == 0:
@@ -172,7 +182,7 @@ class VMBluetooth(unittest.TestCase):
         self.assertEqual(status["backend"], "bluez")
         self.assertEqual(status["device"], "hci0")
         self.assertIn("advertising", status["state"])
-        proximity = wait_until("b to hear a", lambda: near("laptop-b", "laptop-a"), timeout=30)
+        proximity = hears("laptop-b", "laptop-a")
         self.assertGreaterEqual(proximity["rssi"], proximity["thresholdDBM"])
         # What went on the air, as the kernel sent it (btmon): an extended advertising set
         # from a non-resolvable private address carrying our manufacturer data and nothing else.
@@ -195,13 +205,13 @@ class VMBluetooth(unittest.TestCase):
             wait_until("b to drop a", lambda: not near("laptop-b", "laptop-a"), timeout=20)
             started = time.monotonic()
             self.daemons.start("laptop-a")
-            wait_until("b to hear a again", lambda: near("laptop-b", "laptop-a"), timeout=60, interval=0.05)
+            hears("laptop-b", "laptop-a", timeout=60)
             timings.append(time.monotonic() - started)
         self.record(f"start of A's daemon to A near on B (BlueZ, VM): median {statistics.median(timings):.2f} s over {len(timings)} runs "
                     f"(min {min(timings):.2f}, max {max(timings):.2f})")
 
     def test_3_rssi_updates_per_second(self):
-        wait_until("b to hear a", lambda: near("laptop-b", "laptop-a"), timeout=30)
+        hears("laptop-b", "laptop-a")
         before = bluetooth_status("laptop-b")["beaconsHeard"]
         time.sleep(10)
         after = bluetooth_status("laptop-b")["beaconsHeard"]
@@ -210,7 +220,7 @@ class VMBluetooth(unittest.TestCase):
         self.assertGreater(rate, 0.5)
 
     def test_4_weak_beacon_is_far_then_near_again(self):
-        wait_until("b to hear a", lambda: near("laptop-b", "laptop-a"), timeout=30)
+        hears("laptop-b", "laptop-a")
         air("rssi laptop-a -90")
         try:
             wait_until("a to be far", lambda: (p := proximity_of("laptop-b", "laptop-a")) is None or not p.get("near"), timeout=20)
@@ -219,20 +229,20 @@ class VMBluetooth(unittest.TestCase):
         wait_until("a near again", lambda: near("laptop-b", "laptop-a"), timeout=20)
 
     def test_5_whole_handoff(self):
-        wait_until("b to hear a", lambda: near("laptop-b", "laptop-a"), timeout=30)
+        hears("laptop-b", "laptop-a")
         peer("laptop-a", "publish", "--type", "org.example.reader.document", "--title", "Chapter 9")
         wait_until("b to list a's offer", lambda: any(e["name"] == "laptop-a" and e["offer"] for e in peer_json("laptop-b", "list")), timeout=20)
         accepted = peer_json("laptop-b", "accept", "laptop-a")
         self.assertEqual(accepted["title"], "Chapter 9")
 
     def test_6_bluetoothd_restarted(self):
-        wait_until("b to hear a", lambda: near("laptop-b", "laptop-a"), timeout=30)
+        hears("laptop-b", "laptop-a")
         restart_bluetoothd()
         wait_until("a to say bluetoothd came back and advertise again", lambda: bluetooth_status("laptop-a")["available"], timeout=60)
         wait_until("b to hear a after the restart", lambda: near("laptop-b", "laptop-a"), timeout=60)
 
     def test_7_adapter_powered_off_and_on(self):
-        wait_until("b to hear a", lambda: near("laptop-b", "laptop-a"), timeout=30)
+        hears("laptop-b", "laptop-a")
         set_powered = ["busctl", "--system", "set-property", "org.bluez", "/org/bluez/hci0", "org.bluez.Adapter1", "Powered", "b"]
         subprocess.run(set_powered + ["false"], check=True)
         status = wait_until("a to say its adapter is off", lambda: (s := bluetooth_status("laptop-a")) and not s["available"] and s, timeout=20)

@@ -8,8 +8,19 @@ public enum BlueZ {
     public static let deviceInterface = "org.bluez.Device1"
     public static let advertisingManagerInterface = "org.bluez.LEAdvertisingManager1"
     public static let advertisementInterface = "org.bluez.LEAdvertisement1"
+    public static let monitorManagerInterface = "org.bluez.AdvertisementMonitorManager1"
+    public static let monitorInterface = "org.bluez.AdvertisementMonitor1"
     /// Where handoffd exports its advertisement object.
     public static let advertisementPath = "/org/handoff/beacon"
+    /// The application root handed to RegisterMonitor, and the one monitor below it.
+    public static let monitorRoot = "/org/handoff/monitor"
+    public static let monitorPath = "/org/handoff/monitor/beacon"
+
+    /// The monitor's or-pattern: manufacturer data (AD type 0xFF) starting with
+    /// our company identifier (little-endian, as on the air) and beacon version.
+    public static func monitorPattern(companyID: UInt16) -> (start: UInt8, type: UInt8, content: [UInt8]) {
+        (0, 0xFF, [UInt8(companyID & 0xFF), UInt8(companyID >> 8), Beacon.version])
+    }
     /// At most this many devices are remembered at once (a crowded room, not memory exhaustion).
     public static let maximumDevices = 1024
 
@@ -38,6 +49,8 @@ public enum BlueZ {
         public var discovering = false
         /// It offers LEAdvertisingManager1 (LE capable and advertising supported).
         public var canAdvertise = false
+        /// It offers AdvertisementMonitorManager1 (bluetoothd runs with -E, experimental features).
+        public var canMonitor = false
 
         public init(path: String, name: String) {
             self.path = path
