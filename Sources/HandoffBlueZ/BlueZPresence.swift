@@ -26,6 +26,8 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         /// hciN; nil takes the lowest-numbered adapter.
         public var adapter: String?
         public var companyID: UInt16 = Beacon.defaultCompanyID
+        /// What it asks bluetoothd and what comes back, for a debug log; never beacon tokens.
+        public var log: (@Sendable (String) -> Void)?
 
         public init(adapter: String?) {
             self.adapter = adapter
@@ -86,18 +88,15 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     public var state: String { status.withLock { $0.text } }
     public var currentStatus: BluetoothStatus { status.withLock { $0 } }
 
-    /// True when bluetoothd is on the system bus now or can be started by it
-    /// (D-Bus activation): then BlueZ is the backend to use. Blocks for at most about a second.
+    /// True when bluetoothd is on the system bus now: then BlueZ is the backend to
+    /// use. Not D-Bus activation: a bus that could start bluetoothd (its service file
+    /// is installed) says nothing about a Bluetooth adapter. Blocks for at most a second.
     public static func isBluetoothdOnSystemBus() -> Bool {
         guard let bus = try? BusConnection.openSystem() else { return false }
         let owned = try? bus.callBlocking(bus.methodCall("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner") {
             (body: inout MessageWriter) throws(BusError) in try body.string(BlueZ.service)
         }, timeoutMillis: 1000)
-        if owned?.first?.bool == true { return true }
-        let activatable = try? bus.callBlocking(bus.methodCall("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                                               "ListActivatableNames"), timeoutMillis: 1000)
-        if case let .array(names)? = activatable?.first { return names.contains(.string(BlueZ.service)) }
-        return false
+        return owned?.first?.bool == true
     }
 
     public func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {
@@ -129,6 +128,10 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         inbox.withLock { $0.append(work) }
         var one: UInt64 = 1
         _ = write(wakeup, &one, 8)
+    }
+
+    private func note(_ message: @autoclosure () -> String) {
+        configuration.log?(message())
     }
 
     private func setStatus(_ change: (inout BluetoothStatus) -> Void) {
@@ -220,11 +223,13 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
             // rule's sender with the message's, which is bluetoothd's unique name. Checked below.
             try bus.addMatch("type='signal',interface='org.freedesktop.DBus.ObjectManager',path='/'") {
                 [unowned self] _, member, sender, values in
+                note("DEBUG signal \(member) from \(sender) (bluez \(bluezOwner ?? "-"))")
                 guard sender == bluezOwner else { return }
                 objectsChanged(member: member, values: values)
             }
             try bus.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path_namespace='/org/bluez'") {
                 [unowned self] path, _, sender, values in
+                note("DEBUG signal PropertiesChanged from \(sender) (bluez \(bluezOwner ?? "-")) at \(path)")
                 guard sender == bluezOwner else { return }
                 propertiesChanged(path: path, values: values)
             }
@@ -280,6 +285,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
             try body.string(BlueZ.service)
         }) { [unowned self] result in
             guard issued == generation else { return }
+            note("bluez: bluetoothd is \((try? result.get())?.first?.string ?? "not on the bus")")
             guard case let .success(values) = result, let owner = values.first?.string else {
                 // Not running: NameOwnerChanged announces it when it starts.
                 bluetoothdPresent = false
@@ -301,6 +307,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
                     guard let path = key.string, let interfaces = value.stringDictionary else { continue }
                     addInterfaces(path: path, interfaces: interfaces, live: false)
                 }
+                note("bluez: adapters \(adapters.values.map { "\($0.name) powered=\($0.powered) advertise=\($0.canAdvertise) monitor=\($0.canMonitor)" })")
                 reconcile()
             case .failure:
                 // Not running: NameOwnerChanged announces it when it starts.
@@ -374,6 +381,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     /// A device's properties changed: with DuplicateData on, bluetoothd re-sends
     /// ManufacturerData on every advertisement it receives, and RSSI when it moves.
     private func deviceChanged(path: String, properties: [String: BusValue]) {
+        note("DEBUG device \(path) (current \(current ?? "-")): \(properties.keys.sorted())")
         guard let current, BlueZ.adapterPath(ofDevice: path) == current else { return }
         let update = BlueZ.DeviceUpdate(properties, companyID: configuration.companyID)
         if devices[path] == nil && devices.count >= BlueZ.maximumDevices { devices.remove(at: devices.startIndex) }
@@ -447,8 +455,10 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         }) { [unowned self] result in
             guard issued == generation, current == path else { return }
             if case let .failure(error) = result { return discoveryFailed(error, path: path) }
+            note("bluez: discovery filter set on \(path)")
             call(BlueZ.service, path, BlueZ.adapterInterface, "StartDiscovery") { [unowned self] result in
                 guard issued == generation, current == path else { return }
+                note("bluez: StartDiscovery on \(path): \(result)")
                 switch result {
                 case .success:
                     discovery = .on
@@ -479,6 +489,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
             try body.container("a", "{sv}") { _ throws(BusError) in }
         }) { [unowned self] result in
             guard issued == generation, current == path, advertisement == .pending else { return }
+            note("bluez: RegisterAdvertisement on \(path): \(result)")
             switch result {
             case .success:
                 advertisement = .on
@@ -546,6 +557,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
             try body.objectPath(BlueZ.monitorRoot)
         }) { [unowned self] result in
             guard issued == generation, current == path, monitor == .pending else { return }
+            note("bluez: RegisterMonitor on \(path): \(result)")
             switch result {
             case .success:
                 monitor = .on
@@ -560,16 +572,36 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         }
     }
 
+    /// One sighting from a device's current properties (Properties.GetAll on Device1).
+    private func readDevice(_ path: String) {
+        let issued = generation
+        call(BlueZ.service, path, "org.freedesktop.DBus.Properties", "GetAll", { (body: inout MessageWriter) throws(BusError) in
+            try body.string(BlueZ.deviceInterface)
+        }) { [unowned self] result in
+            guard issued == generation, case let .success(values) = result, let properties = values.first?.stringDictionary else { return }
+            deviceChanged(path: path, properties: properties)
+        }
+    }
+
     /// The monitor bluetoothd reads (through GetManagedObjects on its root) when it is registered.
     private func exportMonitor(on bus: BusConnection) throws(BusError) {
         let pattern = BlueZ.monitorPattern(companyID: configuration.companyID)
         let callbacks = BusCallbacks(onMessage: { [unowned self] message in
             let member = sd_bus_message_get_member(message).map { String(cString: $0) } ?? ""
-            if member == "Release" {
+            switch member {
+            case "Release":
+                note("bluez: monitor released")
                 monitor = .off
                 updateStatus()
+            case "DeviceFound":
+                // bluetoothd calls this for each matching advertisement (no RSSI thresholds
+                // are set): read the device's RSSI and manufacturer data now.
+                if let values = try? MessageReader.values(of: message), let device = values.first?.string {
+                    readDevice(device)
+                }
+            default:
+                break // Activate, DeviceLost: freshness runs out by itself
             }
-            // Activate, DeviceFound and DeviceLost need nothing: sightings come from Device1's properties.
             return handoff_bus_reply_empty(message)
         }, onProperty: { property, reply in
             var writer = MessageWriter(message: reply)

@@ -33,6 +33,8 @@ public final class BluetoothDiscovery: BluetoothPresence {
     /// One advertising or scanning sequence at a time.
     private let sequence = Mutex(())
     private let stopped = Atomic<Bool>(false)
+    /// The controller refuses legacy commands for good (it follows the kernel's extended ones): retrying is pointless.
+    private let legacyRefused = Atomic<Bool>(false)
     public static let leEventMask: UInt64 = 0x0000_0000_000F_FFFF
     public static let eventMask: UInt64 = 0x2000_1FFF_FFFF_FFFF // the specification's default plus LE Meta (bit 61)
 
@@ -89,10 +91,12 @@ public final class BluetoothDiscovery: BluetoothPresence {
                 // A controller that refused set-up is let go of, not left open until the next try.
                 controller.withLock { $0 = nil }
                 opened?.close()
+                let final = legacyRefused.load(ordering: .acquiring)
                 update {
-                    $0.text = "unavailable: \(error.message) Retrying every 2 s."
+                    $0.text = "unavailable: \(error.message)" + (final ? "" : " Retrying every 2 s.")
                     $0.available = false
                 }
+                if final { return }
             }
             if !stopped.load(ordering: .acquiring) { Thread.sleep(forTimeInterval: 2) }
         }
@@ -115,7 +119,8 @@ public final class BluetoothDiscovery: BluetoothPresence {
             } catch where configuration.kernelManaged && error.message.contains("HCI status 0xc ") {
                 // Core Vol 4, Part E, 3.1.1: after any extended LE command the controller
                 // must refuse the legacy ones, and Linux sends extended ones from power-on.
-                throw HandoffError(.bluetooth, "The kernel uses extended commands on \(configuration.device): the controller refuses legacy LE scanning and advertising (HCI status 0x0C, command disallowed).",
+                legacyRefused.store(true, ordering: .releasing)
+                throw HandoffError(.bluetooth, "The kernel uses extended commands on \(configuration.device): use the BlueZ backend (the controller refuses the legacy LE scanning and advertising commands of raw HCI with HCI status 0x0C, command disallowed).",
                                    fix: "Use the BlueZ backend: start handoffd without --hci (it uses bluetoothd over D-Bus whenever bluetoothd runs).")
             }
             // Duplicates are wanted: every beacon refreshes freshness and RSSI. Refused

@@ -18,6 +18,8 @@ extension Daemon {
         } else if configuration.bluez {
             var settings = BlueZPresence.Configuration(adapter: configuration.bluetoothAdapter)
             settings.companyID = configuration.bluetoothCompanyID
+            let log = log
+            settings.log = { message in log.debug(message) }
             path = BlueZPresence(configuration: settings)
         } else {
             return

@@ -79,7 +79,7 @@ def near(host, name):
     return proximity if proximity and proximity.get("near") else None
 
 
-def hears(host, name, timeout=30):
+def hears(host, name, timeout=60):
     """Waits until `host` lists `name` as near; on failure says what both daemons report."""
     try:
         return wait_until(f"{host} to hear {name}", lambda: near(host, name), timeout=timeout)
@@ -104,7 +104,7 @@ class Daemons:
                             "--bluetooth-adapter", info["adapter"], "--interface", info["interface"], *DAEMON_ARGS, *extra)
         self.processes[host] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         log.close()
-        wait_until(f"{host}'s socket", lambda: os.path.exists(f"{RUN}/{host}/run/handoff.sock"), timeout=20)
+        wait_until(f"{host}'s socket", lambda: os.path.exists(f"{RUN}/{host}/run/handoff.sock"), timeout=120)
 
     def stop(self, host):
         process = self.processes.pop(host, None)
@@ -123,16 +123,16 @@ class Daemons:
 
 
 def pair(a, b):
-    listener = subprocess.Popen(as_nobody(b, f"{BIN}/handoff-peer", "pair", "--yes", "--timeout", "30"),
+    listener = subprocess.Popen(as_nobody(b, f"{BIN}/handoff-peer", "pair", "--yes", "--timeout", "120"),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(100):
-            if peer(a, "pair", "--address", HOSTS[b]["address"], "--yes", check=False).returncode == 0:
+            if peer(a, "pair", "--address", HOSTS[b]["address"], "--yes", check=False, timeout=120).returncode == 0:
                 break
             time.sleep(0.2)
         else:
             raise AssertionError(f"{a} could not pair with {b}")
-        listener.wait(timeout=30)
+        listener.wait(timeout=120)
     finally:
         if listener.poll() is None:
             listener.kill()
@@ -250,6 +250,30 @@ class VMBluetooth(unittest.TestCase):
         subprocess.run(set_powered + ["true"], check=True)
         wait_until("a to advertise again", lambda: bluetooth_status("laptop-a")["available"], timeout=30)
         wait_until("b to hear a again", lambda: near("laptop-b", "laptop-a"), timeout=30)
+
+    def test_8_raw_hci_on_a_kernel_managed_bt5_controller_names_the_cause(self):
+        # Raw HCI needs root and the initial network namespace (Bluetooth sockets exist only there).
+        directory = f"{RUN}/raw"
+        os.makedirs(f"{directory}/state", mode=0o700, exist_ok=True)
+        env = dict(os.environ, HANDOFF_SOCKET=f"{directory}/handoff.sock")
+        log = open(f"{OUT}/raw-hci-handoffd.log", "w")
+        daemon = subprocess.Popen([f"{BIN}/handoffd", "--state-dir", f"{directory}/state", "--socket", f"{directory}/handoff.sock",
+                                   "--name", "raw", "--hci", "hci0", "--discovery", "multicast", "--interface", "lo", "--port", "0"],
+                                  stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        try:
+            def state():
+                result = subprocess.run([f"{BIN}/handoff-peer", "status", "--json"], capture_output=True, text=True, env=env)
+                return json.loads(result.stdout)["bluetooth"] if result.returncode == 0 else None
+            status = wait_until("the raw HCI path to give up on hci0", lambda: (s := state()) and "extended commands" in s["state"] and s, timeout=30)
+            self.assertEqual(status["backend"], "hci")
+            self.assertFalse(status["available"])
+            self.assertIn("use the BlueZ backend", status["state"] + json.dumps(status))
+        finally:
+            daemon.terminate()
+            daemon.wait(timeout=10)
+        # bluetoothd's own scanning went on: b still hears a.
+        hears("laptop-b", "laptop-a")
 
 
 if __name__ == "__main__":
