@@ -61,6 +61,7 @@ let package = Package(
         .testTarget(name: "HandoffKitTests", dependencies: ["HandoffKit", "HandoffCore"]),
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "HandoffCrypto"], exclude: ["Vectors.md"]),
         .testTarget(name: "HandoffCryptoTests", dependencies: ["HandoffCrypto", "HandoffCore"]),
+        .testTarget(name: "HandoffBlueZTests", dependencies: ["HandoffBlueZ", "CSystemd", "HandoffCore"]),
         .testTarget(name: "HandoffDaemonTests", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffCrypto", "HandoffTransport"]),
     ]
 )

@@ -223,13 +223,11 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
             // rule's sender with the message's, which is bluetoothd's unique name. Checked below.
             try bus.addMatch("type='signal',interface='org.freedesktop.DBus.ObjectManager',path='/'") {
                 [unowned self] _, member, sender, values in
-                note("DEBUG signal \(member) from \(sender) (bluez \(bluezOwner ?? "-"))")
                 guard sender == bluezOwner else { return }
                 objectsChanged(member: member, values: values)
             }
             try bus.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path_namespace='/org/bluez'") {
                 [unowned self] path, _, sender, values in
-                note("DEBUG signal PropertiesChanged from \(sender) (bluez \(bluezOwner ?? "-")) at \(path)")
                 guard sender == bluezOwner else { return }
                 propertiesChanged(path: path, values: values)
             }
@@ -381,7 +379,6 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     /// A device's properties changed: with DuplicateData on, bluetoothd re-sends
     /// ManufacturerData on every advertisement it receives, and RSSI when it moves.
     private func deviceChanged(path: String, properties: [String: BusValue]) {
-        note("DEBUG device \(path) (current \(current ?? "-")): \(properties.keys.sorted())")
         guard let current, BlueZ.adapterPath(ofDevice: path) == current else { return }
         let update = BlueZ.DeviceUpdate(properties, companyID: configuration.companyID)
         if devices[path] == nil && devices.count >= BlueZ.maximumDevices { devices.remove(at: devices.startIndex) }

@@ -367,7 +367,7 @@ struct MessageReader {
             if strcmp(contents, "y") == 0 {
                 var pointer: UnsafeRawPointer?
                 var size = 0
-                let result = sd_bus_message_read_array(message, type, &pointer, &size)
+                let result = sd_bus_message_read_array(message, CChar(UInt8(ascii: "y")), &pointer, &size) // the element type
                 guard result >= 0 else { throw fail("ay", result) }
                 return .bytes(size > 0 && pointer != nil ? Array(UnsafeRawBufferPointer(start: pointer, count: size)) : [])
             }
