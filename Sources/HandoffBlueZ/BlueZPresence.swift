@@ -71,7 +71,12 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         var token: [UInt8]?
         var rssi: Int?
         var address: String?
+        var reportedMillis: UInt64 = 0
     }
+
+    /// At most this often per device to the daemon: plenty for freshness and RSSI
+    /// smoothing, and bounded work however fast bluetoothd reports.
+    static let reportIntervalMillis: UInt64 = 250
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -383,11 +388,19 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         let update = BlueZ.DeviceUpdate(properties, companyID: configuration.companyID)
         if devices[path] == nil && devices.count >= BlueZ.maximumDevices { devices.remove(at: devices.startIndex) }
         var sighting = devices[path] ?? Sighting()
+        let previous = sighting
         if update.manufacturerDataSeen { sighting.token = update.token }
         if let rssi = update.rssi { sighting.rssi = rssi }
         if let address = update.address { sighting.address = address }
+        let now = Self.nowMillis()
+        let due = now >= sighting.reportedMillis + Self.reportIntervalMillis
+            || sighting.token != previous.token || sighting.rssi != previous.rssi
+        guard update.manufacturerDataSeen || update.rssi != nil, due, let token = sighting.token, let rssi = sighting.rssi else {
+            devices[path] = sighting
+            return
+        }
+        sighting.reportedMillis = now
         devices[path] = sighting
-        guard update.manufacturerDataSeen || update.rssi != nil, let token = sighting.token, let rssi = sighting.rssi else { return }
         setStatus { $0.beaconsHeard += 1 }
         observer?(.beacon(token: token, address: sighting.address ?? path, rssi: rssi))
     }
@@ -569,17 +582,6 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         }
     }
 
-    /// One sighting from a device's current properties (Properties.GetAll on Device1).
-    private func readDevice(_ path: String) {
-        let issued = generation
-        call(BlueZ.service, path, "org.freedesktop.DBus.Properties", "GetAll", { (body: inout MessageWriter) throws(BusError) in
-            try body.string(BlueZ.deviceInterface)
-        }) { [unowned self] result in
-            guard issued == generation, case let .success(values) = result, let properties = values.first?.stringDictionary else { return }
-            deviceChanged(path: path, properties: properties)
-        }
-    }
-
     /// The monitor bluetoothd reads (through GetManagedObjects on its root) when it is registered.
     private func exportMonitor(on bus: BusConnection) throws(BusError) {
         let pattern = BlueZ.monitorPattern(companyID: configuration.companyID)
@@ -590,14 +592,10 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
                 note("bluez: monitor released")
                 monitor = .off
                 updateStatus()
-            case "DeviceFound":
-                // bluetoothd calls this for each matching advertisement (no RSSI thresholds
-                // are set): read the device's RSSI and manufacturer data now.
-                if let values = try? MessageReader.values(of: message), let device = values.first?.string {
-                    readDevice(device)
-                }
             default:
-                break // Activate, DeviceLost: freshness runs out by itself
+                // Activate, DeviceFound, DeviceLost: sightings come from Device1's properties,
+                // which the monitor makes bluetoothd update on every advertisement.
+                break
             }
             return handoff_bus_reply_empty(message)
         }, onProperty: { property, reply in
