@@ -339,12 +339,17 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     private func objectsChanged(member: String, values: [BusValue]) {
         guard let path = values.first?.string else { return }
         if member == "InterfacesAdded", values.count == 2, let interfaces = values[1].stringDictionary {
-            let adapterAdded = interfaces[BlueZ.adapterInterface] != nil
             addInterfaces(path: path, interfaces: interfaces, live: true)
-            if adapterAdded { reconcile() }
+            if adapters[path] != nil { reconcile() }
         } else if member == "InterfacesRemoved", values.count == 2, case let .array(names) = values[1] {
             if names.contains(.string(BlueZ.adapterInterface)) {
                 adapters.removeValue(forKey: path)
+                reconcile()
+            } else if var adapter = adapters[path] {
+                // bluetoothd withdraws the managers while an adapter powers down.
+                if names.contains(.string(BlueZ.advertisingManagerInterface)) { adapter.canAdvertise = false }
+                if names.contains(.string(BlueZ.monitorManagerInterface)) { adapter.canMonitor = false }
+                adapters[path] = adapter
                 reconcile()
             }
             if names.contains(.string(BlueZ.deviceInterface)) { devices.removeValue(forKey: path) }
@@ -354,11 +359,13 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     /// `live`: the object just appeared (InterfacesAdded), so its properties are a
     /// sighting; GetManagedObjects lists devices bluetoothd remembers from earlier, which are not.
     private func addInterfaces(path: String, interfaces: [String: BusValue], live: Bool) {
-        if let properties = interfaces[BlueZ.adapterInterface]?.stringDictionary, let name = BlueZ.adapterName(path: path) {
+        if let name = BlueZ.adapterName(path: path), interfaces[BlueZ.adapterInterface] != nil || adapters[path] != nil {
+            // bluetoothd adds an adapter's interfaces in steps: Adapter1 first, the
+            // advertising and monitor managers once the adapter is set up.
             var adapter = adapters[path] ?? BlueZ.Adapter(path: path, name: name)
-            adapter.apply(properties)
-            adapter.canAdvertise = interfaces[BlueZ.advertisingManagerInterface] != nil
-            adapter.canMonitor = interfaces[BlueZ.monitorManagerInterface] != nil
+            if let properties = interfaces[BlueZ.adapterInterface]?.stringDictionary { adapter.apply(properties) }
+            if interfaces[BlueZ.advertisingManagerInterface] != nil { adapter.canAdvertise = true }
+            if interfaces[BlueZ.monitorManagerInterface] != nil { adapter.canMonitor = true }
             adapters[path] = adapter
         }
         if live, let properties = interfaces[BlueZ.deviceInterface]?.stringDictionary {

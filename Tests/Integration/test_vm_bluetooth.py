@@ -252,6 +252,7 @@ class VMBluetooth(unittest.TestCase):
         # Raw HCI needs root and the initial network namespace (Bluetooth sockets exist only there).
         directory = f"{RUN}/raw"
         os.makedirs(f"{directory}/state", mode=0o700, exist_ok=True)
+        os.chmod(directory, 0o700)  # the local API socket's directory must be closed to others
         env = dict(os.environ, HANDOFF_SOCKET=f"{directory}/handoff.sock")
         log = open(f"{OUT}/raw-hci-handoffd.log", "w")
         daemon = subprocess.Popen([f"{BIN}/handoffd", "--state-dir", f"{directory}/state", "--socket", f"{directory}/handoff.sock",
