@@ -32,6 +32,12 @@ let package = Package(
             pkgConfig: "bluez",
             providers: [.apt(["libbluetooth-dev"])]
         ),
+        // libsystemd's sd-bus through Debian's libsystemd-dev, for bluetoothd's D-Bus API.
+        .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
         // Pure core: model, property-list values, wire codecs, errors. No I/O, no C.
         .target(name: "HandoffCore"),
         // Ed25519 identities, signatures and BLAKE2b digests over libsodium.
@@ -42,8 +48,10 @@ let package = Package(
         .target(name: "HandoffMDNS", dependencies: ["CAvahi", "HandoffCore", "HandoffTransport"]),
         // Bluetooth LE: HCI transports (raw socket, H4 over Unix), the controller driver, beacons.
         .target(name: "HandoffBluetooth", dependencies: ["CBluetooth", "HandoffCore", "HandoffTransport"]),
+        // Bluetooth LE through bluetoothd's D-Bus API (sd-bus): the default backend.
+        .target(name: "HandoffBlueZ", dependencies: ["CSystemd", "HandoffBluetooth", "HandoffCore", "HandoffTransport"]),
         // The daemon as a library: state, wiring, request handling.
-        .target(name: "HandoffDaemon", dependencies: ["HandoffCore", "HandoffCrypto", "HandoffTransport", "HandoffMDNS", "HandoffBluetooth"]),
+        .target(name: "HandoffDaemon", dependencies: ["HandoffCore", "HandoffCrypto", "HandoffTransport", "HandoffMDNS", "HandoffBluetooth", "HandoffBlueZ"]),
         // Checks a Bluetooth controller on real hardware: advertise and scan for a few seconds.
         .executableTarget(name: "handoff-ble-check", dependencies: ["HandoffBluetooth", "HandoffCore", "HandoffCrypto"]),
         .executableTarget(name: "handoffd", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffTransport"]),
@@ -57,6 +65,7 @@ let package = Package(
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "HandoffCrypto"], exclude: ["Vectors.md"]),
         .testTarget(name: "HandoffCryptoTests", dependencies: ["HandoffCrypto", "HandoffCore"]),
         .testTarget(name: "HandoffTransportTests", dependencies: ["HandoffTransport", "HandoffCore"]),
+        .testTarget(name: "HandoffBlueZTests", dependencies: ["HandoffBlueZ", "CSystemd", "HandoffCore"]),
         .testTarget(name: "HandoffDaemonTests", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffCrypto", "HandoffTransport"]),
     ]
 )

@@ -2,7 +2,8 @@
 """Bluetooth LE "air" for the network-namespace lab: one emulated controller per host.
 
 Usage:
-    python3 Scripts/ble-lab.py --dir DIR [--reports auto|legacy|extended] [-v] HOST [HOST...]
+    python3 Scripts/ble-lab.py --dir DIR [--reports auto|legacy|extended] [--model legacy|bt5]
+                               [--vhci] [-v] HOST [HOST...]
 
 Runs one Bumble controller per HOST, all on one shared link (the air), and
 serves each on the Unix stream socket DIR/HOST.hci with H4 framing (one packet
@@ -12,6 +13,17 @@ The controller outlives its client: a restarted daemon connects again and finds
 it as it left it, as with real hardware. One client per controller at a time; a
 new connection takes over from the old one (a daemon restarted before the lab
 noticed the old one die).
+
+--vhci attaches each controller to the kernel through /dev/vhci instead (one
+hciN per HOST, in order; needs the hci_vhci module and root): the real Linux
+Bluetooth stack then drives it, as in Scripts/vm-lab. No HOST.hci sockets.
+
+--model bt5 makes each controller behave like a BT 5.x laptop chip (Intel
+AX200 and later): it announces the extended advertising and scanning
+commands, and once a host has used any extended advertising or scanning
+command it refuses the legacy ones with Command Disallowed (0x0C), as the
+Core specification requires (Vol 4, Part E, 3.1.1) until the next Reset.
+The default, legacy, announces only the legacy commands (a BT 4.x chip).
 
 Once every socket listens it writes its pid to DIR/ble-lab.pid and prints
 "ready" on stdout. SIGTERM, SIGINT or "quit" stop it and remove its files.
@@ -91,6 +103,29 @@ LegacyReportEvent = hci.HCI_LE_Advertising_Report_Event
 ExtReportEvent = hci.HCI_LE_Extended_Advertising_Report_Event
 ExtType = ExtReportEvent.EventType
 ADV_IND, ADV_SCAN_IND, ADV_NONCONN_IND = AdvType.ADV_IND, AdvType.ADV_SCAN_IND, AdvType.ADV_NONCONN_IND
+# Core Vol 4, Part E, 3.1.1: the two command sets that must not be mixed.
+EXTENDED_COMMANDS = {
+    hci.HCI_LE_SET_ADVERTISING_SET_RANDOM_ADDRESS_COMMAND,
+    hci.HCI_LE_SET_EXTENDED_ADVERTISING_PARAMETERS_COMMAND,
+    hci.HCI_LE_SET_EXTENDED_ADVERTISING_DATA_COMMAND,
+    hci.HCI_LE_SET_EXTENDED_SCAN_RESPONSE_DATA_COMMAND,
+    hci.HCI_LE_SET_EXTENDED_ADVERTISING_ENABLE_COMMAND,
+    hci.HCI_LE_READ_MAXIMUM_ADVERTISING_DATA_LENGTH_COMMAND,
+    hci.HCI_LE_READ_NUMBER_OF_SUPPORTED_ADVERTISING_SETS_COMMAND,
+    hci.HCI_LE_REMOVE_ADVERTISING_SET_COMMAND,
+    hci.HCI_LE_CLEAR_ADVERTISING_SETS_COMMAND,
+    hci.HCI_LE_SET_EXTENDED_SCAN_PARAMETERS_COMMAND,
+    hci.HCI_LE_SET_EXTENDED_SCAN_ENABLE_COMMAND,
+}
+LEGACY_COMMANDS = {
+    hci.HCI_LE_SET_ADVERTISING_PARAMETERS_COMMAND,
+    hci.HCI_LE_READ_ADVERTISING_PHYSICAL_CHANNEL_TX_POWER_COMMAND,
+    hci.HCI_LE_SET_ADVERTISING_DATA_COMMAND,
+    hci.HCI_LE_SET_SCAN_RESPONSE_DATA_COMMAND,
+    hci.HCI_LE_SET_ADVERTISING_ENABLE_COMMAND,
+    hci.HCI_LE_SET_SCAN_PARAMETERS_COMMAND,
+    hci.HCI_LE_SET_SCAN_ENABLE_COMMAND,
+}
 SCAN_RSP = LegacyReportEvent.EventType.SCAN_RSP
 SCANNABLE = (ADV_IND, ADV_SCAN_IND)
 # Extended-report event types for legacy PDUs (Vol 4, Part E, 7.7.65.13).
@@ -215,10 +250,15 @@ class Air(LocalLink):
 class LabController(Controller):
     """Bumble's controller with the fixes listed in the module docstring."""
 
-    def __init__(self, name, air: Air, public_address: str, reports: str):
+    def __init__(self, name, air: Air, public_address: str, reports: str, model: str = "legacy"):
         super().__init__(name, link=air, public_address=public_address)
         self.air = air
         self.reports = reports
+        self.model = model
+        if model == "bt5":
+            # An instance attribute: the class's set is shared by every controller.
+            self.supported_commands = set(Controller.supported_commands) | EXTENDED_COMMANDS
+        self.extended_used = False  # an extended command since the last Reset
         self.le_legacy_advertiser = LabLegacyAdvertiser(self)
         self.event_mask = DEFAULT_EVENT_MASK
         self.le_event_mask = DEFAULT_LE_EVENT_MASK
@@ -340,6 +380,11 @@ class LabController(Controller):
         self.on_hci_packet(parsed)
 
     def on_hci_command_packet(self, command):
+        if self.model == "bt5":
+            if command.op_code in EXTENDED_COMMANDS:
+                self.extended_used = True
+            elif command.op_code in LEGACY_COMMANDS and self.extended_used:
+                return self._complete(command.op_code, ErrorCode.COMMAND_DISALLOWED_ERROR)
         if isinstance(command, hci.HCI_SyncCommand) or hasattr(self, f"on_{command.name.lower()}"):
             return super().on_hci_command_packet(command)
         # Unknown opcodes (and async commands Bumble lacks) get no reply from Bumble.
@@ -368,6 +413,7 @@ class LabController(Controller):
         self.event_mask = DEFAULT_EVENT_MASK
         self.le_event_mask = DEFAULT_LE_EVENT_MASK
         self.random_address = hci.Address("00:00:00:00:00:00")
+        self.extended_used = False
         self.air.end_connections(self, notify_self=False)
         return super().on_hci_reset_command(command)
 
@@ -465,25 +511,69 @@ class HciPort(asyncio.Protocol):
         self.transport.write(packet)
 
 
+class VhciPort:
+    """A controller attached to the kernel through /dev/vhci: the kernel is its
+    host and creates an hciN for it (drivers/bluetooth/hci_vhci.c)."""
+
+    VENDOR_PACKET = 0xFF
+    PRIMARY = 0x00
+
+    def __init__(self, controller):
+        self.fd = os.open("/dev/vhci", os.O_RDWR | os.O_CLOEXEC)
+        try:
+            # Within a second of the open, or the kernel creates a device of its own choosing.
+            os.write(self.fd, bytes([self.VENDOR_PACKET, self.PRIMARY]))
+            reply = os.read(self.fd, 4)  # ff, the type, the new device's index (LE 16)
+        except OSError:
+            os.close(self.fd)
+            raise
+        if len(reply) != 4 or reply[0] != self.VENDOR_PACKET:
+            os.close(self.fd)
+            raise OSError(f"/dev/vhci answered {reply.hex()} to the create request")
+        self.index = reply[2] | reply[3] << 8
+        self.parser = PacketParser(controller)
+        controller.host = self
+        asyncio.get_running_loop().add_reader(self.fd, self.readable)
+
+    def readable(self):
+        try:
+            data = os.read(self.fd, 4096)  # one packet per read
+        except OSError as error:
+            log.warning("vhci read failed: %s", error)
+            return
+        if data:
+            self.parser.feed_data(data)
+
+    # Packet sink for the controller: events and ACL data to the kernel.
+    def on_packet(self, packet: bytes):
+        os.write(self.fd, packet)
+
+    def close(self):
+        asyncio.get_running_loop().remove_reader(self.fd)
+        os.close(self.fd)
+
+
 @dataclasses.dataclass
 class Host:
     name: str
     controller: LabController
     path: str
     server: asyncio.AbstractServer = None
+    vhci: VhciPort = None  # with --vhci
     client: HciPort = None
     rssi: int = None  # override, None for the default
     removed: bool = False  # "controller HOST remove": as if the adapter were unplugged
 
 
 class Lab:
-    def __init__(self, directory: str, names, reports: str):
+    def __init__(self, directory: str, names, reports: str, model: str = "legacy", vhci: bool = False):
+        self.vhci = vhci
         self.directory = directory
         self.air = Air()
         self.hosts = {}
         for index, name in enumerate(names, start=1):
             # Public addresses from the documentation range 00:00:5E:00:53:xx: never a real device.
-            controller = LabController(name, self.air, f"00:00:5E:00:53:{index:02X}", reports)
+            controller = LabController(name, self.air, f"00:00:5E:00:53:{index:02X}", reports, model)
             self.hosts[name] = Host(name, controller, os.path.join(directory, f"{name}.hci"))
         self.control_path = os.path.join(directory, "control.sock")
         self.pid_path = os.path.join(directory, "ble-lab.pid")
@@ -497,6 +587,11 @@ class Lab:
             loop.add_signal_handler(signum, self.stopping.set)
         try:
             for host in self.hosts.values():
+                if self.vhci:
+                    # The kernel is the client: it creates hciN and drives the controller.
+                    host.vhci = VhciPort(host.controller)
+                    log.info("%s: attached as hci%d", host.name, host.vhci.index)
+                    continue
                 host.server = await loop.create_unix_server(lambda host=host: HciPort(host), host.path)
             self.control_server = await asyncio.start_unix_server(self.serve_control, self.control_path)
             temporary = self.pid_path + ".tmp"
@@ -516,6 +611,8 @@ class Lab:
                 advertising_set.stop()
             if host.server is not None:
                 host.server.close()
+            if host.vhci is not None:
+                host.vhci.close()
             if host.client is not None:
                 host.client.transport.close()
         if self.control_server is not None:
@@ -644,9 +741,9 @@ class Lab:
         ])
 
 
-async def serve(directory: str, names, reports: str):
+async def serve(directory: str, names, reports: str, model: str, vhci: bool):
     # Bumble's controllers need the running loop from their constructor on.
-    await Lab(directory, names, reports).run()
+    await Lab(directory, names, reports, model, vhci).run()
 
 
 def running_lab_pid(pid_path: str):
@@ -669,6 +766,9 @@ def main() -> int:
     parser.add_argument("--dir", required=True, help="directory for HOST.hci, control.sock and ble-lab.pid")
     parser.add_argument("--reports", choices=("auto", "legacy", "extended"), default="auto",
                         help="advertising report format: auto follows the scan command the host used (default)")
+    parser.add_argument("--model", choices=("legacy", "bt5"), default="legacy",
+                        help="bt5: announce extended advertising and scanning, refuse legacy commands after them (0x0C)")
+    parser.add_argument("--vhci", action="store_true", help="attach the controllers to the kernel through /dev/vhci")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every HCI packet (Bumble's debug log)")
     parser.add_argument("hosts", nargs="+", metavar="HOST")
     args = parser.parse_args()
@@ -695,7 +795,7 @@ def main() -> int:
         return 1
 
     try:
-        asyncio.run(serve(directory, args.hosts, args.reports))
+        asyncio.run(serve(directory, args.hosts, args.reports, args.model, args.vhci))
     except OSError as error:
         print(f"ble-lab: {error}", file=sys.stderr)
         return 1

@@ -8,7 +8,7 @@ import Synchronization
 /// Reconnects to the controller when it comes back. On a controller shared
 /// with bluetoothd it never sends HCI Reset and, when it stops, switches off
 /// the advertising and scanning it switched on (Docs/HARDWARE.md).
-public final class BluetoothDiscovery: DiscoveryPath {
+public final class BluetoothDiscovery: BluetoothPresence {
     public struct Configuration: Sendable {
         /// `hciN` or `unix:PATH`.
         public var device: String
@@ -18,36 +18,37 @@ public final class BluetoothDiscovery: DiscoveryPath {
             self.device = device
         }
 
+        /// A kernel device (hciN), which the kernel and bluetoothd manage too, rather than the lab's unix:PATH.
+        public var kernelManaged: Bool { !device.hasPrefix("unix:") }
+
         /// A beacon nothing can connect to.
         public var advertisingType: AdvertisingParameters.AdvertisingType { .nonConnectableUndirected }
     }
 
-    public struct Status: Sendable {
-        public var text = "starting"
-        public var available = false
-        public var address: String?
-        public var beaconsHeard = 0
-    }
-
     public let name = DiscoveryPathName.bluetooth.rawValue
     private let configuration: Configuration
-    private let status = Mutex(Status())
+    private let status: Mutex<BluetoothStatus>
     private let controller = Mutex<BluetoothController?>(nil)
     private let beacon = Mutex<Beacon?>(nil)
     /// One advertising or scanning sequence at a time.
     private let sequence = Mutex(())
     private let stopped = Atomic<Bool>(false)
+    /// The controller refuses legacy commands for good (it follows the kernel's extended ones): retrying is pointless.
+    private let legacyRefused = Atomic<Bool>(false)
     public static let leEventMask: UInt64 = 0x0000_0000_000F_FFFF
     public static let eventMask: UInt64 = 0x2000_1FFF_FFFF_FFFF // the specification's default plus LE Meta (bit 61)
 
     public init(configuration: Configuration) {
         self.configuration = configuration
+        var initial = BluetoothStatus(backend: "hci", adapter: configuration.device)
+        initial.scanning = "passive scan"
+        status = Mutex(initial)
     }
 
     public var state: String { status.withLock { $0.text } }
-    public var currentStatus: Status { status.withLock { $0 } }
+    public var currentStatus: BluetoothStatus { status.withLock { $0 } }
 
-    private func update(_ change: (inout Status) -> Void) { status.withLock { change(&$0) } }
+    private func update(_ change: (inout BluetoothStatus) -> Void) { status.withLock { change(&$0) } }
 
     public func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {
         let thread = Thread { [self] in supervise(observer: observer) }
@@ -90,10 +91,12 @@ public final class BluetoothDiscovery: DiscoveryPath {
                 // A controller that refused set-up is let go of, not left open until the next try.
                 controller.withLock { $0 = nil }
                 opened?.close()
+                let final = legacyRefused.load(ordering: .acquiring)
                 update {
-                    $0.text = "unavailable: \(error.message) Retrying every 2 s."
+                    $0.text = "unavailable: \(error.message)" + (final ? "" : " Retrying every 2 s.")
                     $0.available = false
                 }
+                if final { return }
             }
             if !stopped.load(ordering: .acquiring) { Thread.sleep(forTimeInterval: 2) }
         }
@@ -101,13 +104,25 @@ public final class BluetoothDiscovery: DiscoveryPath {
 
     private func setUp(_ driver: BluetoothController) throws(HandoffError) {
         try sequence.withLock { _ throws(HandoffError) in
-            try driver.execute(.setEventMask(Self.eventMask))
-            try driver.execute(.leSetEventMask(Self.leEventMask))
+            // A kernel-managed controller already has masks that deliver advertising
+            // reports; ours would clear events the kernel needs (pairing, key refresh).
+            if !configuration.kernelManaged {
+                try driver.execute(.setEventMask(Self.eventMask))
+                try driver.execute(.leSetEventMask(Self.leEventMask))
+            }
             // A controller may still scan or advertise from an earlier run (controllers outlive
             // their clients): parameters can only change while both are off.
             try driver.executeIgnoringStatus(.leSetScanEnable(false, filterDuplicates: false))
             try driver.executeIgnoringStatus(.leSetAdvertisingEnable(false))
-            try driver.execute(.leSetScanParameters(ScanParameters()))
+            do throws(HandoffError) {
+                try driver.execute(.leSetScanParameters(ScanParameters()))
+            } catch where configuration.kernelManaged && error.message.contains("HCI status 0xc ") {
+                // Core Vol 4, Part E, 3.1.1: after any extended LE command the controller
+                // must refuse the legacy ones, and Linux sends extended ones from power-on.
+                legacyRefused.store(true, ordering: .releasing)
+                throw HandoffError(.bluetooth, "The kernel uses extended commands on \(configuration.device): use the BlueZ backend (the controller refuses the legacy LE scanning and advertising commands of raw HCI with HCI status 0x0C, command disallowed).",
+                                   fix: "Use the BlueZ backend: start handoffd without --hci (it uses bluetoothd over D-Bus whenever bluetoothd runs).")
+            }
             // Duplicates are wanted: every beacon refreshes freshness and RSSI. Refused
             // (0x0C) when bluetoothd already scans: reports arrive anyway.
             try driver.executeIgnoringStatus(.leSetScanEnable(true, filterDuplicates: false))

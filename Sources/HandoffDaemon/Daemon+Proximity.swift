@@ -1,3 +1,4 @@
+import HandoffBlueZ
 import HandoffBluetooth
 import HandoffCore
 import HandoffCrypto
@@ -6,16 +7,32 @@ import HandoffTransport
 // Bluetooth proximity: beacons of paired devices, recognised by their
 // rotating token, feed the proximity tracker. With Bluetooth on, a paired
 // device is offered summaries, listed and accepted from only while it is near.
+// Which backend runs (bluetoothd over D-Bus, or raw HCI) matters only here.
 extension Daemon {
     func startBluetooth(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {
-        guard let device = configuration.hci else { return }
-        var settings = BluetoothDiscovery.Configuration(device: device)
-        settings.companyID = configuration.bluetoothCompanyID
-        let path = BluetoothDiscovery(configuration: settings)
+        let path: any BluetoothPresence
+        if let device = configuration.hci {
+            var settings = BluetoothDiscovery.Configuration(device: device)
+            settings.companyID = configuration.bluetoothCompanyID
+            path = BluetoothDiscovery(configuration: settings)
+        } else if configuration.bluez {
+            var settings = BlueZPresence.Configuration(adapter: configuration.bluetoothAdapter)
+            settings.companyID = configuration.bluetoothCompanyID
+            let log = log
+            settings.log = { message in log.debug(message) }
+            path = BlueZPresence(configuration: settings)
+        } else {
+            return
+        }
         try path.start(observer: observer)
         discoveryPaths.append(path)
         bluetooth = path
         rotateBeacon()
+    }
+
+    /// True when bluetoothd is on the system bus (or can be started there): BlueZ is then the default backend.
+    public static func bluetoothdAvailable() -> Bool {
+        BlueZPresence.isBluetoothdOnSystemBus()
     }
 
     /// True when proximity holds: always without Bluetooth (opted out), else a fresh, strong beacon.
@@ -27,6 +44,7 @@ extension Daemon {
         refreshBeaconTable(nowMillis: nowMillis)
         guard let key = beaconTable[token] else {
             unknownBeacons += 1
+            log.debug("bluetooth: a beacon with a token of no paired device, \(rssi) dBm")
             return
         }
         let wasNear = proximity.isNear(key, nowMillis: nowMillis)
@@ -75,11 +93,12 @@ extension Daemon {
 
     func bluetoothStatus() -> JSONValue {
         guard let bluetooth else {
-            return ["enabled": false, "state": "off: no --hci given; proximity is not enforced on this host"]
+            return ["enabled": false, "state": "off: bluetoothd is not on the system bus and no --hci was given; proximity is not enforced on this host"]
         }
         let state = bluetooth.currentStatus
-        return ["enabled": true, "device": .string(configuration.hci ?? ""), "available": .bool(state.available),
-                "state": .string(state.text), "address": state.address.map { .string($0) } ?? .null,
+        return ["enabled": true, "backend": .string(state.backend), "device": state.adapter.map { .string($0) } ?? .null,
+                "available": .bool(state.available), "state": .string(state.text), "address": state.address.map { .string($0) } ?? .null,
+                "scanning": state.scanning.map { .string($0) } ?? .null,
                 "beaconsHeard": .integer(Int64(state.beaconsHeard)), "unknownBeacons": .integer(Int64(unknownBeacons)),
                 "thresholdDBM": .integer(Int64(proximity.settings.thresholdDBM)),
                 "freshnessMillis": .integer(Int64(proximity.settings.freshnessMillis))]

@@ -61,6 +61,9 @@ extension Daemon {
         guard waitFor({ await self.trust.contains(requester) }) else {
             try channel.send(.refusal(.init(code: .trust, message: Self.noLongerTrusted)))
             waitFor { await self.countRefusal(requester) }
+            // Its request may still be on the way: closing with it unread would reset
+            // the connection and could discard the refusal before the peer reads it.
+            Self.drainUntilClosed(channel.connection, withinMillis: 2_000)
             return
         }
         let reply: TransferFrame
@@ -172,19 +175,38 @@ extension Daemon {
     }
 
     /// The fetch itself, over an authenticated channel to the offer's sender.
+    /// A refusal over the authenticated channel: only the sender of the offer could have sent it.
+    nonisolated static func refusalError(_ refusal: TransferFrame.Refusal, from summary: Summary) -> HandoffError {
+        if refusal.code == .trust {
+            return HandoffError(.trust, "\(summary.senderName) no longer trusts this device: pair again.",
+                                fix: fix(forRefusal: .trust, peerName: summary.senderName))
+        }
+        return HandoffError(refusal.code, "\(summary.senderName) refused: \(refusal.message).",
+                            fix: fix(forRefusal: refusal.code, peerName: summary.senderName))
+    }
+
+    /// Reads and drops whatever the peer still sends until it closes (or the time is up).
+    nonisolated static func drainUntilClosed(_ connection: StreamConnection, withinMillis millis: Int) {
+        connection.shutdownWrite()
+        connection.setDeadline(millisFromNow: millis)
+        while (try? connection.readAvailable()) != nil {}
+    }
+
     nonisolated static func exchange(over channel: some FrameChannel, offer: SignedSummary,
                                      identity: Identity) throws(HandoffError) -> Activity {
         let summary = offer.summary
-        try channel.send(.fetch(.init(summarySender: summary.senderKey, summarySequence: summary.sequence,
-                                      payloadDigest: summary.payloadDigest)))
-        switch try channel.receive() {
-        case let .refusal(refusal) where refusal.code == .trust:
-            // Authenticated: only the sender of the offer could have sent this over the channel.
-            throw HandoffError(.trust, "\(summary.senderName) no longer trusts this device: pair again.",
-                               fix: fix(forRefusal: .trust, peerName: summary.senderName))
-        case let .refusal(refusal):
-            throw HandoffError(refusal.code, "\(summary.senderName) refused: \(refusal.message).",
-                               fix: fix(forRefusal: refusal.code, peerName: summary.senderName))
+        do {
+            try channel.send(.fetch(.init(summarySender: summary.senderKey, summarySequence: summary.sequence,
+                                          payloadDigest: summary.payloadDigest)))
+        } catch {
+            // The sender may have refused (and closed) before reading the request: its
+            // refusal is then already here to read. Anything else is the send's failure.
+            guard case let .refusal(refusal)? = try? channel.receive() else { throw error }
+            throw refusalError(refusal, from: summary)
+        }
+        let answer = try channel.receive()
+        if case let .refusal(refusal) = answer { throw refusalError(refusal, from: summary) }
+        switch answer {
         case let .payload(payload):
             guard payload.count == Int(summary.payloadSize) else {
                 throw HandoffError(.payloadInvalid, "The payload is \(payload.count) bytes, the summary said \(summary.payloadSize).",

@@ -44,7 +44,7 @@ public actor Daemon {
     var hintTable: [[UInt8]: (key: DeviceKey, periodKey: [UInt8])] = [:]
     var hintEpoch: UInt64?
     var pairing = PairingState()
-    var bluetooth: BluetoothDiscovery?
+    var bluetooth: (any BluetoothPresence)?
     var proximity: ProximityTracker
     /// Beacon tokens of paired devices for the previous, current and next period.
     var beaconTable: [[UInt8]: DeviceKey] = [:]

@@ -14,9 +14,13 @@ public struct DaemonConfiguration: Sendable {
     public var multicast = MulticastDiscovery.Configuration()
     /// Which discovery paths run. mDNS brings unicast announcements with it.
     public var discovery: Set<DiscoveryPathName> = [.multicast, .mdns]
-    /// Bluetooth controller (`hciN` or `unix:PATH`); nil opts out of Bluetooth,
-    /// and with it of proximity: summaries then go to every paired device.
+    /// Raw HCI controller (`hciN` or `unix:PATH`). With neither this nor
+    /// `bluez`, Bluetooth is off, and with it proximity: summaries then go to every paired device.
     public var hci: String?
+    /// Bluetooth through bluetoothd's D-Bus API (the default where bluetoothd runs), on
+    /// `bluetoothAdapter` (nil: the lowest-numbered adapter). Ignored when `hci` is set.
+    public var bluez = false
+    public var bluetoothAdapter: String?
     public var proximity = ProximityTracker.Settings()
     public var bluetoothCompanyID: UInt16 = Beacon.defaultCompanyID
     /// How often the announcement is repeated when nothing changes.

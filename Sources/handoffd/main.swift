@@ -15,7 +15,8 @@ let spec = CommandSpec(
         .init("interface", value: "IFNAME", help: "Announce and listen on this interface only (default: every multicast-capable one)."),
         .init("port", value: "N", help: "Transfer port, TCP (default 47181; 0 picks a free port)."),
         .init("discovery", value: "LIST", help: "Discovery paths, comma-separated: multicast, mdns (default both). mdns uses avahi-daemon and sends announcements straight to the peers it finds."),
-        .init("hci", value: "DEVICE", help: "Bluetooth controller for beacons and proximity: hci0 (raw HCI; needs CAP_NET_RAW and CAP_NET_ADMIN), unix:PATH (H4 over a Unix socket, the lab's emulator), or none (default: opt out of Bluetooth; proximity is then not enforced)."),
+        .init("bluetooth-adapter", value: "HCI", help: "Adapter bluetoothd should use for beacons and proximity (default: the lowest-numbered one). Bluetooth goes through bluetoothd's D-Bus API, needing no privilege, whenever bluetoothd runs."),
+        .init("hci", value: "DEVICE", help: "Raw HCI instead of bluetoothd: unix:PATH (H4 over a Unix socket, the lab's emulator) or hciN (a controller bluetoothd does not manage; needs CAP_NET_RAW and CAP_NET_ADMIN); none opts out of Bluetooth, and proximity is then not enforced (also the default without bluetoothd)."),
         .init("rssi-threshold", value: "DBM", help: "A peer is near when its smoothed beacon RSSI is at least this (default -70)."),
         .init("proximity-ttl", value: "SECONDS", help: "A peer is near only if its beacon was heard this recently (default 10)."),
         .init("company-id", value: "HEX", help: "Company identifier in the beacon's manufacturer data (default FFFF, reserved for testing)."),
@@ -76,11 +77,26 @@ if configuration.announceIntervalMillis * 2 > UInt64(configuration.peerTTLSecond
     fail(UsageError.invalidValue(option: "--announce-interval", reason: "must be at most half of --peer-ttl (\(configuration.peerTTLSeconds) s), or peers drop this host between announcements.").description, usage: true)
 }
 if let seconds: Int = number(arguments, "transfer-timeout", 1...600) { configuration.transferTimeoutMillis = seconds * 1000 }
-if let device = arguments.value("hci"), device != "none" {
-    guard device.hasPrefix("unix:") ? device.count > 5 : device.hasPrefix("hci") && Int(device.dropFirst(3)) != nil else {
-        fail(UsageError.invalidValue(option: "--hci", reason: "'\(device)' is not hciN, unix:PATH or none.").description, usage: true)
+func isAdapterName(_ name: String) -> Bool { name.hasPrefix("hci") && Int(name.dropFirst(3)) != nil }
+if let device = arguments.value("hci") {
+    if device != "none" {
+        guard device.hasPrefix("unix:") ? device.count > 5 : isAdapterName(device) else {
+            fail(UsageError.invalidValue(option: "--hci", reason: "'\(device)' is not hciN, unix:PATH or none.").description, usage: true)
+        }
+        configuration.hci = device
     }
-    configuration.hci = device
+    if arguments.value("bluetooth-adapter") != nil {
+        fail(UsageError.invalidValue(option: "--bluetooth-adapter", reason: "goes with bluetoothd, not with --hci.").description, usage: true)
+    }
+} else if let adapter = arguments.value("bluetooth-adapter") {
+    guard isAdapterName(adapter) else {
+        fail(UsageError.invalidValue(option: "--bluetooth-adapter", reason: "'\(adapter)' is not hciN.").description, usage: true)
+    }
+    // Asked for: waits for bluetoothd and the adapter if they are not there yet.
+    configuration.bluez = true
+    configuration.bluetoothAdapter = adapter
+} else {
+    configuration.bluez = Daemon.bluetoothdAvailable()
 }
 if let threshold: Int = number(arguments, "rssi-threshold", -127...20) { configuration.proximity.thresholdDBM = threshold }
 if let seconds: UInt64 = number(arguments, "proximity-ttl", 1...3600) { configuration.proximity.freshnessMillis = seconds * 1000 }

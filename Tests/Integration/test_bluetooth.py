@@ -49,6 +49,7 @@ class Bluetooth(unittest.TestCase):
         self.assertIn("bluetooth", [e for e in peer_json("laptop-b", "list") if e["name"] == "laptop-a"][0]["paths"])
         status = bluetooth_status("laptop-b")
         self.assertTrue(status["available"], status)
+        self.assertEqual(status["backend"], "hci")
         self.assertRegex(status["address"], r"^[0-3][0-9A-F]:([0-9A-F]{2}:){4}[0-9A-F]{2}$")  # non-resolvable private: top bits 00
         self.assertGreater(status["beaconsHeard"], 0)
 

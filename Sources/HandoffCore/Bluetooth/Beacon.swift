@@ -34,6 +34,16 @@ public struct Beacon: Equatable, Sendable {
             + token
     }
 
+    /// The manufacturer-specific data after the company identifier: version, then
+    /// token. BlueZ takes and reports manufacturer data in this form, keyed by company.
+    public var manufacturerPayload: [UInt8] { [Self.version] + token }
+
+    /// A beacon from BlueZ's ManufacturerData value for `companyID`; nil unless it is exactly version 1 and a token.
+    public init?(manufacturerPayload payload: [UInt8], companyID: UInt16 = Beacon.defaultCompanyID) {
+        guard payload.count == 1 + Self.tokenBytes, payload[0] == Self.version else { return nil }
+        self.init(companyID: companyID, token: Array(payload[1...]))
+    }
+
     /// Finds a Handoff beacon in advertising data; nil if there is none (most
     /// advertisements around are other devices'). Malformed AD structures end
     /// the search rather than being guessed at.

@@ -1,0 +1,60 @@
+#ifndef HANDOFF_CSYSTEMD_SHIM_H
+#define HANDOFF_CSYSTEMD_SHIM_H
+#include <systemd/sd-bus.h>
+#include <systemd/sd-bus-vtable.h>
+#include <string.h>
+#include <sys/eventfd.h>
+
+/* The wake-up descriptor of a bus owner thread. */
+static inline int handoff_eventfd(void) {
+    return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+/* An empty method return; sd_bus_reply_method_return is variadic. */
+static inline int handoff_bus_reply_empty(sd_bus_message *call) {
+    return sd_bus_reply_method_return(call, NULL);
+}
+
+/* sd-bus describes exported objects with tables built by C macros (designated
+   initialisers), which Swift cannot expand. These build them here, with the
+   Swift trampolines passed in. The tables are static: sd-bus keeps pointing at
+   them for as long as the object is exported. */
+
+/* org.bluez.LEAdvertisement1 (doc/org.bluez.LEAdvertisement.rst): Release and
+   the four properties handoffd sets. Every other property is absent, so
+   bluetoothd adds nothing else (no name, appearance or TX power). */
+static inline const sd_bus_vtable *handoff_advertisement_vtable(sd_bus_message_handler_t release,
+                                                                sd_bus_property_get_t get) {
+    static sd_bus_vtable table[7];
+    const sd_bus_vtable built[7] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD("Release", "", "", release, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_PROPERTY("Type", "s", get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("ManufacturerData", "a{qv}", get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("MinInterval", "u", get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("MaxInterval", "u", get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_VTABLE_END,
+    };
+    memcpy(table, built, sizeof built);
+    return table;
+}
+/* org.bluez.AdvertisementMonitor1 (doc/org.bluez.AdvertisementMonitor.rst):
+   an or-pattern on our manufacturer data. Registering one makes the kernel
+   scan with duplicate filtering off, so every advertisement is reported. */
+static inline const sd_bus_vtable *handoff_monitor_vtable(sd_bus_message_handler_t method,
+                                                          sd_bus_property_get_t get) {
+    static sd_bus_vtable table[9];
+    const sd_bus_vtable built[9] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD("Release", "", "", method, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Activate", "", "", method, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("DeviceFound", "o", "", method, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("DeviceLost", "o", "", method, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_PROPERTY("Type", "s", get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Patterns", "a(yyay)", get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_VTABLE_END,
+    };
+    memcpy(table, built, sizeof built);
+    return table;
+}
+#endif
