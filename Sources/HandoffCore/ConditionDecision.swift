@@ -252,8 +252,8 @@ public enum ConditionDecision {
                                "On \(name), check the adapter ('sudo handoff-ble-check', 'rfkill list', 'bluetoothctl power on').")
             }
             if usesBluetooth && peerWithoutBluetooth {
-                return verdict(.peerWithoutBluetooth, "\(name) does not use Bluetooth (handoffd runs there without --hci), so it sends no beacon.",
-                               "Start handoffd on \(name) with --hci hci0, or without --hci here too.")
+                return verdict(.peerWithoutBluetooth, "\(name) does not use Bluetooth (no bluetoothd there and no --hci), so it sends no beacon.",
+                               "Start bluetoothd on \(name) (or give its handoffd --hci), or use no Bluetooth here either.")
             }
             if usesBluetooth && !near {
                 return verdict(.outOfRange, "\(name) is not near: \(beaconText(p, e)).",
@@ -291,8 +291,8 @@ public enum ConditionDecision {
                                "On \(name), check the adapter ('sudo handoff-ble-check', 'rfkill list', 'bluetoothctl power on').")
             }
             if usesBluetooth && peerWithoutBluetooth {
-                return verdict(.peerWithoutBluetooth, "\(name) does not use Bluetooth (handoffd runs there without --hci), so it sends no beacon.",
-                               "Start handoffd on \(name) with --hci hci0, or without --hci here too.")
+                return verdict(.peerWithoutBluetooth, "\(name) does not use Bluetooth (no bluetoothd there and no --hci), so it sends no beacon.",
+                               "Start bluetoothd on \(name) (or give its handoffd --hci), or use no Bluetooth here either.")
             }
             if usesBluetooth && !near {
                 return verdict(.outOfRange, "\(name) runs and is reachable over the network, but it is not near: \(beaconText(p, e)); it sends its offers only to devices it hears.",
@@ -390,7 +390,7 @@ public enum ConditionDecision {
             case .trust: return (.pass, "\(e.pairedNames.count) paired device(s)")
             case .bluetooth:
                 if case let .working(text) = e.bluetooth { return (.pass, "controller \(text)") }
-                return (.off, "not used (no --hci): proximity is not enforced on this host")
+                return (.off, "not used (no bluetoothd, no --hci): proximity is not enforced on this host")
             case .network: return (.pass, "transfer port \(e.transferPort)/tcp listening; discovery by \(e.workingPaths.joined(separator: ", "))")
             case .enabled: return (.pass, "Handoff is on")
             case .proximity:
@@ -405,7 +405,7 @@ public enum ConditionDecision {
         case .trust:
             return (.pass, "paired with \(p.name)" + (p.handshake == .trusted ? "; it proved its identity and trusts this host" : ""))
         case .bluetooth:
-            guard case let .working(text) = e.bluetooth else { return (.off, "not used (no --hci): proximity is not enforced on this host") }
+            guard case let .working(text) = e.bluetooth else { return (.off, "not used (no bluetoothd, no --hci): proximity is not enforced on this host") }
             let works = !live.isEmpty && p.state?.contains(.bluetoothWorking) == true
             return (status(works), "controller \(text); " + (works ? "\(p.name)'s controller works" : "\(p.name)'s controller" + (established.isEmpty ? " state not announced" : established)))
         case .network:

@@ -46,7 +46,7 @@ extension Daemon {
         e.enabled = settings.enabled
         if let bluetooth {
             let state = bluetooth.currentStatus
-            let device = configuration.hci ?? ""
+            let device = state.adapter ?? configuration.hci ?? "the Bluetooth adapter"
             e.bluetooth = state.available ? .working("\(device) \(state.text)") : .failed("\(device): \(state.text)")
         }
         e.thresholdDBM = proximity.settings.thresholdDBM

@@ -242,7 +242,7 @@ extension Daemon {
             "discovery": .array(discoveryPaths.map {
                 // Off, no beacon goes out, whatever the controller was last told.
                 let state = !settings.enabled && $0.name == DiscoveryPathName.bluetooth.rawValue && bluetooth?.currentStatus.available == true
-                    ? "scanning only on \(configuration.hci ?? ""): no beacon while Handoff is off" : $0.state
+                    ? "scanning only on \(bluetooth?.currentStatus.adapter ?? configuration.hci ?? "the adapter"): no beacon while Handoff is off" : $0.state
                 return ["path": .string($0.name), "state": .string(state)]
             }),
             "peers": .integer(Int64(peers.peers.values.filter { isNear($0.key, nowMillis: wallClockMillis()) }.count)), "trustedDevices": .integer(Int64(trust.entries.count)),
@@ -268,7 +268,7 @@ extension Daemon {
     private func bluetoothStatusOnAir() -> JSONValue {
         guard case var .object(fields) = bluetoothStatus(), fields["available"] == .bool(true) else { return bluetoothStatus() }
         fields["beacon"] = .bool(settings.enabled)
-        if !settings.enabled { fields["state"] = .string("scanning only on \(configuration.hci ?? ""): no beacon while Handoff is off") }
+        if !settings.enabled { fields["state"] = .string("scanning only on \(bluetooth?.currentStatus.adapter ?? configuration.hci ?? "the adapter"): no beacon while Handoff is off") }
         return .object(fields)
     }
 
