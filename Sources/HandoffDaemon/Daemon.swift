@@ -27,6 +27,8 @@ public actor Daemon {
     /// What of the replay protection is on disk (ReplayState), to save only what changed.
     var replayState = ReplayState()
     var replayStateSavedMillis: UInt64 = 0
+    var lastAnnounceMonotonicMillis: UInt64 = 0
+    var announcePending = false
     var subscribers: [Int: EventSink] = [:]
     var nextSubscriberID = 0
     var nextAcceptID = 0
@@ -226,6 +228,8 @@ public actor Daemon {
     // MARK: - Replay state
 
     static let replayStateSaveIntervalMillis: UInt64 = 60_000
+    /// At most ten announcements a second (each is one datagram per paired device and path).
+    static let minimumAnnounceSpacingMillis: UInt64 = 100
 
     func reserveSequence(_ sequence: UInt64) {
         guard replayState.reserve(through: sequence) else { return }
@@ -252,6 +256,26 @@ public actor Daemon {
     /// Sends this host's signed announcement sealed to each paired device, and a
     /// clear pairing beacon while pairing is open.
     func announce(kind: Announcement.Kind = .present) {
+        // A burst of changes (an app updating its activity many times a second)
+        // goes out as one announcement per spacing, carrying the latest state, so
+        // peers' per-source budgets never drop the one that matters. A goodbye
+        // goes at once.
+        if kind == .present {
+            let now = monotonicMillis()
+            let since = now &- lastAnnounceMonotonicMillis
+            guard since >= Self.minimumAnnounceSpacingMillis else {
+                if !announcePending {
+                    announcePending = true
+                    Task {
+                        try? await Task.sleep(for: .milliseconds(Self.minimumAnnounceSpacingMillis - since))
+                        self.announcePending = false
+                        self.announce()
+                    }
+                }
+                return
+            }
+            lastAnnounceMonotonicMillis = now
+        }
         announceSequence = max(announceSequence + 1, wallClockMillis())
         reserveSequence(announceSequence)
         let now = wallClockMillis()

@@ -29,10 +29,11 @@ final class ObservationInbox: Sendable {
     private let state: Mutex<State>
     private let deliver: @Sendable ([DiscoveryObservation]) async -> Void
 
-    /// A paired host sends a few datagrams per announcement (per family and
-    /// path); a beacon arrives about every 100 ms. The burst absorbs a restart
+    /// A paired host sends at most ten announcements a second, each one
+    /// datagram per paired device of its own and path, all seen here from its
+    /// address; a beacon arrives about every 100 ms. The burst absorbs a restart
     /// or a pairing; the overall rate bounds sources that spoof their address.
-    static let datagramRate = SourceBudget.Rate(perSecond: 20, burst: 60)
+    static let datagramRate = SourceBudget.Rate(perSecond: 100, burst: 200)
     static let datagramOverallRate = SourceBudget.Rate(perSecond: 2_000, burst: 2_000)
     static let beaconRate = SourceBudget.Rate(perSecond: 20, burst: 40)
     static let beaconOverallRate = SourceBudget.Rate(perSecond: 1_000, burst: 1_000)
