@@ -36,8 +36,8 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
 
     public let name = DiscoveryPathName.bluetooth.rawValue
     private let configuration: Configuration
-    private let status: Mutex<BluetoothStatus>
-    private let inbox = Mutex<[@Sendable (BlueZPresence) -> Void]>([])
+    private let status: Locked<BluetoothStatus>
+    private let inbox = Locked<[@Sendable (BlueZPresence) -> Void]>([])
     private let wakeup: Int32
     private let finished = DispatchSemaphore(value: 0)
     private let started = Atomic<Bool>(false)
@@ -82,7 +82,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         self.configuration = configuration
         var initial = BluetoothStatus(backend: "bluez", adapter: configuration.adapter)
         initial.scanning = "discovery"
-        status = Mutex(initial)
+        status = Locked(initial)
         wakeup = handoff_eventfd()
     }
 

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HandoffCore
+import HandoffTransport
 import Synchronization
 
 /// Drives one LE controller: sends a command, waits for its Command Complete
@@ -9,8 +10,8 @@ import Synchronization
 /// single command credit allows); a reader thread owns the receive side.
 final class BluetoothController: Sendable {
     let transport: any HCITransport
-    private let commandLock = Mutex(())
-    private let pending = Mutex<Pending?>(nil)
+    private let commandLock = Locked(())
+    private let pending = Locked<Pending?>(nil)
     private let closed = Atomic<Bool>(false)
 
     struct Pending {

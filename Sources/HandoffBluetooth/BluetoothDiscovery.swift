@@ -27,11 +27,11 @@ public final class BluetoothDiscovery: BluetoothPresence {
 
     public let name = DiscoveryPathName.bluetooth.rawValue
     private let configuration: Configuration
-    private let status: Mutex<BluetoothStatus>
-    private let controller = Mutex<BluetoothController?>(nil)
-    private let beacon = Mutex<Beacon?>(nil)
+    private let status: Locked<BluetoothStatus>
+    private let controller = Locked<BluetoothController?>(nil)
+    private let beacon = Locked<Beacon?>(nil)
     /// One advertising or scanning sequence at a time.
-    private let sequence = Mutex(())
+    private let sequence = Locked(())
     private let stopped = Atomic<Bool>(false)
     /// The controller refuses legacy commands for good (it follows the kernel's extended ones): retrying is pointless.
     private let legacyRefused = Atomic<Bool>(false)
@@ -42,7 +42,7 @@ public final class BluetoothDiscovery: BluetoothPresence {
         self.configuration = configuration
         var initial = BluetoothStatus(backend: "hci", adapter: configuration.device)
         initial.scanning = "passive scan"
-        status = Mutex(initial)
+        status = Locked(initial)
     }
 
     public var state: String { status.withLock { $0.text } }

@@ -1,6 +1,6 @@
 import Foundation
 import HandoffCore
-import Synchronization
+import HandoffTransport
 
 /// A few seconds of advertising and scanning on one controller, for checking
 /// real hardware (`handoff-ble-check`): proves the controller takes our
@@ -26,7 +26,7 @@ public enum BluetoothProbe {
         let transport = try HCITransports.open(device)
         let driver = BluetoothController(transport: transport)
         defer { driver.close() }
-        let heard = Mutex<[String: Heard]>([:])
+        let heard = Locked<[String: Heard]>([:])
         driver.startReading(onReport: { report in
             let isBeacon = Beacon(advertisingData: report.data, companyID: companyID) != nil
             heard.withLock { table in

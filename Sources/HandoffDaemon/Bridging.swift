@@ -1,11 +1,11 @@
 import Foundation
-import Synchronization
+import HandoffTransport
 
 /// Runs async work from a plain thread (socket threads) and waits for it.
 /// Only ever called from threads we created, never from the cooperative pool,
 /// so blocking here cannot starve Swift concurrency.
 func waitFor<T: Sendable>(_ operation: @escaping @Sendable () async -> T) -> T {
-    let result = Mutex<T?>(nil)
+    let result = Locked<T?>(nil)
     let done = DispatchSemaphore(value: 0)
     Task {
         let value = await operation()

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import HandoffTransport
 
 /// Logs to stderr, one line per event. Callers pass types, device ids and
 /// reasons, never titles or payload values.
@@ -23,7 +23,7 @@ public struct Log: Sendable {
     }
 
     public let level: Level
-    private static let output = Mutex(())
+    private static let output = Locked(())
 
     public init(level: Level) {
         self.level = level

@@ -1,6 +1,5 @@
 import HandoffCore
 import HandoffTransport
-import Synchronization
 
 /// Between the discovery threads and the daemon actor. Anyone on the link can
 /// send datagrams (and anyone in radio range beacons), so what they cost is
@@ -26,7 +25,7 @@ final class ObservationInbox: Sendable {
     }
 
     static let capacity = 512
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let deliver: @Sendable ([DiscoveryObservation]) async -> Void
 
     /// A paired host sends at most ten announcements a second, each one
@@ -41,7 +40,7 @@ final class ObservationInbox: Sendable {
 
     init(deliver: @escaping @Sendable ([DiscoveryObservation]) async -> Void) {
         self.deliver = deliver
-        state = Mutex(State(
+        state = Locked(State(
             network: SourceBudget(perSource: Self.datagramRate, overall: Self.datagramOverallRate, maximumSources: Self.maximumSources),
             radio: SourceBudget(perSource: Self.beaconRate, overall: Self.beaconOverallRate, maximumSources: Self.maximumSources)))
     }

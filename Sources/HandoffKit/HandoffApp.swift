@@ -1,6 +1,6 @@
 import Foundation
 import HandoffCore
-import Synchronization
+import HandoffTransport
 
 /// What an app implements to be continued (NSUserActivity's delegate
 /// callbacks): for every `willContinue`, exactly one of `continueActivity` or
@@ -86,14 +86,14 @@ public final class HandoffApp: Sendable {
     public let name: String
     public let types: Set<String>
     private let events: HandoffClient
-    private let tracker: Mutex<ContinuationTracker>
+    private let tracker: Locked<ContinuationTracker>
 
     /// Connects, subscribes and declares; events start flowing to `handler` once `run` is called.
     public init(name: String, types: Set<String>, socketPath: String? = nil) throws(HandoffError) {
         self.name = name
         self.types = types
         events = try HandoffClient(socketPath: socketPath)
-        tracker = Mutex(ContinuationTracker(app: name, types: types))
+        tracker = Locked(ContinuationTracker(app: name, types: types))
         // Subscribe first: a daemon that launched us replays the continuation once we declare.
         try events.subscribe()
         var declaration: [String: JSONValue] = ["app": .string(name), "types": .array(types.sorted().map { .string($0) })]

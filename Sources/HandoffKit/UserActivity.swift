@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import HandoffCore
-import Synchronization
 
 /// An activity an app offers to continue on another host, with
 /// NSUserActivity's semantics (Docs/APPS.md):

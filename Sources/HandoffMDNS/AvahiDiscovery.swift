@@ -2,7 +2,6 @@ import CAvahi
 import Glibc
 import HandoffCore
 import HandoffTransport
-import Synchronization
 
 /// mDNS through the system's avahi-daemon: publishes this host's
 /// `_handoff._tcp` service and browses for others, resolving each to an
@@ -23,7 +22,7 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
     public let name = "mdns"
     private let servicePort: UInt16
     private let interfaceIndex: Int32
-    private let status = Mutex(Status())
+    private let status = Locked(Status())
 
     /// What `status` reports; kept apart from Avahi's lock so reading it never waits on Avahi.
     public struct Status: Sendable {

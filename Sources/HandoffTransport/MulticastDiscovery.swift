@@ -19,7 +19,7 @@ public final class MulticastDiscovery: DiscoveryPath {
 
     public let name = "multicast"
     private let configuration: Configuration
-    private let sockets = Mutex(Sockets())
+    private let sockets = Locked(Sockets())
     private let running = Atomic<Bool>(false)
 
     struct Sockets: ~Copyable {

@@ -16,8 +16,8 @@ public final class StreamConnection: Sendable {
     public let remote: String
     /// The numeric source address without port (nil for Unix sockets), for per-source budgets.
     public let remoteHost: String?
-    private let readState = Mutex(ReadState())
-    private let writeLock = Mutex(())
+    private let readState = Locked(ReadState())
+    private let writeLock = Locked(())
     private let closed = Atomic<Bool>(false)
     /// Monotonic milliseconds after which reads fail with ETIMEDOUT (0: none).
     private let deadline = Atomic<UInt64>(0)

@@ -35,7 +35,7 @@ public final class StreamListener: Sendable {
     public let port: UInt16
     private let stopped = Atomic<Bool>(false)
     private let running = Atomic<Bool>(false)
-    private let active = Mutex(ActiveConnections())
+    private let active = Locked(ActiveConnections())
     /// Connections closed unserved because a limit was reached.
     private let refused = Atomic<Int>(0)
     /// accept() failures for lack of descriptors or memory.

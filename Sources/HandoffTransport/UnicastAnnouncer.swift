@@ -10,7 +10,7 @@ import Synchronization
 public final class UnicastAnnouncer: DiscoveryPath {
     public let name = DiscoveryPathName.unicast.rawValue
     private let port: UInt16
-    private let state_ = Mutex(State())
+    private let state_ = Locked(State())
     private let running = Atomic<Bool>(false)
 
     struct State: ~Copyable {

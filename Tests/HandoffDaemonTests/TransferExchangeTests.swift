@@ -5,7 +5,6 @@ import HandoffCore
 import HandoffCrypto
 @testable import HandoffDaemon
 @testable import HandoffTransport
-import Synchronization
 import Testing
 
 // MARK: - An in-memory FrameChannel pair
@@ -13,7 +12,7 @@ import Testing
 /// One direction of an in-memory connection: encoded frames in order. Closing it
 /// lets the reader drain what was sent, then fail like a closed socket.
 final class FrameQueue: Sendable {
-    private let state = Mutex<(frames: [[UInt8]], closed: Bool)>(([], false))
+    private let state = Locked<(frames: [[UInt8]], closed: Bool)>(([], false))
     private let available = DispatchSemaphore(value: 0)
 
     func push(_ bytes: [UInt8]) throws(HandoffError) {
@@ -75,8 +74,8 @@ struct MemoryFrameChannel: FrameChannel {
 
 /// Collects what the scripted sender saw, across threads.
 final class Recorder<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
-    init(_ value: Value) { storage = Mutex(value) }
+    private let storage: Locked<Value>
+    init(_ value: Value) { storage = Locked(value) }
     func update(_ body: (inout Value) -> Void) { storage.withLock { body(&$0) } }
     var value: Value { storage.withLock { $0 } }
 }

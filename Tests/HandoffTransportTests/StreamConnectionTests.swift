@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 import HandoffCore
-import Synchronization
 import Testing
 @testable import HandoffTransport
 
@@ -17,7 +16,7 @@ func socketPair() throws -> (StreamConnection, StreamConnection) {
 
 /// Runs `body` on a thread of its own and returns a way to wait for its result.
 func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) -> @Sendable (Int) -> T? {
-    let box = Mutex<T?>(nil)
+    let box = Locked<T?>(nil)
     let done = DispatchSemaphore(value: 0)
     Thread {
         let value = body()
