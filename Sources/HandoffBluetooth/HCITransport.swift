@@ -71,7 +71,7 @@ final class RawHCITransport: HCITransport {
             let reason = String(cString: strerror(-opened))
             throw HandoffError(.bluetooth, "Cannot open \(device): \(reason).",
                                fix: -opened == EPERM || -opened == EACCES
-                                   ? "Raw HCI needs CAP_NET_RAW and CAP_NET_ADMIN: run handoffd as root or through the shipped service unit (Docs/HARDWARE.md)."
+                                   ? "Raw HCI needs CAP_NET_RAW and CAP_NET_ADMIN: run as root, or leave out --hci to use bluetoothd, which needs no privilege (Docs/HARDWARE.md)."
                                    : "Check that \(device) is powered ('bluetoothctl power on').")
         }
         fd = opened

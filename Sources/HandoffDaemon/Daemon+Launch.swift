@@ -63,30 +63,25 @@ extension Daemon {
         return outcome
     }
 
-    /// Starts a declared app and waits until it takes the continuation (it declares the
+    /// Starts a declared app (AppStarter says how) and waits until it takes the continuation (it declares the
     /// type from the `.desktop` file it was started from), exits with an error, or the bound passes.
     func launch(app: String, exec: String, desktopID: String, type: String, acceptID: Int64,
                 events: [JSONValue]) async -> Result<ObjectIdentifier, HandoffError> {
         let words = AppDeclarations.commandLine(exec: exec)
-        guard let program = words.first else {
+        guard !words.isEmpty else {
             return .failure(HandoffError(.app, "\(app) declares \(type), but the Exec line of \(desktopID) is empty.",
                                          fix: "Fix or reinstall \(desktopID) (Docs/APPS.md)."))
         }
         let process = Process()
-        var command = program.hasPrefix("/") ? words : ["/usr/bin/env"] + words
-        // Under the service unit handoffd holds CAP_NET_RAW and CAP_NET_ADMIN as ambient
-        // capabilities; an app it starts must not inherit them.
-        if FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") {
-            command = ["/usr/bin/setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--"] + command
-        }
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        var environment = ProcessInfo.processInfo.environment
-        environment["HANDOFF_SOCKET"] = configuration.socketPath
-        environment["HANDOFF_LAUNCHED_FOR"] = type
-        // HandoffKit declares with it, so the continuation is matched to the file the app was started from.
-        environment["HANDOFF_DESKTOP_ID"] = desktopID
-        process.environment = environment
+        let started = AppStarter.current.command(words, adding: [
+            "HANDOFF_SOCKET": configuration.socketPath,
+            "HANDOFF_LAUNCHED_FOR": type,
+            // HandoffKit declares with it, so the continuation is matched to the file the app was started from.
+            "HANDOFF_DESKTOP_ID": desktopID,
+        ])
+        process.executableURL = URL(fileURLWithPath: started.executable)
+        process.arguments = started.arguments
+        process.environment = started.environment
         process.standardInput = FileHandle.nullDevice
         process.terminationHandler = { [self] finished in
             let status = finished.terminationStatus
@@ -99,7 +94,11 @@ extension Daemon {
             return .failure(HandoffError(.app, "Cannot start \(app) (\(desktopID)) to continue \(type): \(error.localizedDescription).",
                                          fix: "Check the Exec line of \(desktopID), or start the app yourself and accept again."))
         }
-        log.info("started app \(app) (pid \(process.processIdentifier)) to continue \(type)")
+        if case .userManager = AppStarter.current.mode {
+            log.info("started app \(app) through the user manager (systemd-run pid \(process.processIdentifier)) to continue \(type)")
+        } else {
+            log.info("started app \(app) (pid \(process.processIdentifier)) to continue \(type)")
+        }
         let bound = Self.launchWaitMillis
         return await withCheckedContinuation { waiter in
             pendingDeliveries.append(PendingDelivery(id: acceptID, app: app, desktopID: desktopID, type: type, events: events, waiter: waiter))
@@ -162,8 +161,10 @@ extension Daemon {
                 ? command.map { $0.replacingOccurrences(of: "\u{1}", with: url) } : command + [url]
         }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: words[0].hasPrefix("/") ? words[0] : "/usr/bin/env")
-        process.arguments = words[0].hasPrefix("/") ? Array(words.dropFirst()) : words
+        let started = AppStarter.current.command(words, adding: [:])
+        process.executableURL = URL(fileURLWithPath: started.executable)
+        process.arguments = started.arguments
+        process.environment = started.environment
         process.standardInput = FileHandle.nullDevice
         let exit = ProcessExit()
         process.terminationHandler = { exit.finished($0.terminationStatus) }
@@ -174,7 +175,7 @@ extension Daemon {
             log.warning("cannot start the browser \(words[0]): \(error.localizedDescription)")
             return HandoffError(.app, "Cannot start the browser (\(words[0])) to open the activity's web page: \(error.localizedDescription).", fix: fix)
         }
-        // /usr/bin/env exits 127 when the command is missing.
+        // /usr/bin/env exits 127 when the command is missing; systemd-run exits 1.
         if let status = await exit.wait(millis: Self.browserWaitMillis), status != 0 {
             log.warning("the browser \(words[0]) exited with status \(status)")
             return HandoffError(.app, "The browser (\(words[0])) exited with status \(status): the activity's web page was not opened.", fix: fix)

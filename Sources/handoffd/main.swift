@@ -83,6 +83,16 @@ if let device = arguments.value("hci") {
         guard device.hasPrefix("unix:") ? device.count > 5 : isAdapterName(device) else {
             fail(UsageError.invalidValue(option: "--hci", reason: "'\(device)' is not hciN, unix:PATH or none.").description, usage: true)
         }
+        // A kernel controller over a raw HCI socket: say what is missing before trying.
+        if isAdapterName(device), let missing = Capabilities.missingForRawHCI(), !missing.isEmpty {
+            fail("""
+                --hci \(device) drives the controller over a raw HCI socket, which needs CAP_NET_RAW and CAP_NET_ADMIN; \
+                this handoffd lacks \(missing.joined(separator: " and ")).
+                Fix: leave out --hci: the default Bluetooth backend goes through bluetoothd and needs no privilege. \
+                Raw HCI is for a controller bluetoothd does not manage: run handoffd as root for that (Docs/HARDWARE.md); \
+                the handoffd.service user unit cannot grant capabilities.
+                """, usage: false)
+        }
         configuration.hci = device
     }
     if arguments.value("bluetooth-adapter") != nil {
