@@ -30,7 +30,7 @@ PROGRAMS = ["handoffd", "handoff-peer", "handoff-ble-check"]
 # Every file install promises (README, Scripts/install --help), with its mode.
 PROMISED = {
     **{f"{PREFIX}/bin/{program}": 0o755 for program in PROGRAMS},
-    f"{PREFIX}/lib/systemd/system/handoffd@.service": 0o644,
+    f"{PREFIX}/lib/systemd/user/handoffd.service": 0o644,
     "/etc/default/handoffd": 0o644,
     "/etc/ufw/applications.d/handoff": 0o644,
     "/etc/firewalld/services/handoff.xml": 0o644,
@@ -124,43 +124,50 @@ class Install(unittest.TestCase):
                 self.assertEqual(int(fields[1], 8), stat.S_IMODE(os.stat(self.path(path)).st_mode), path)
         self.assertEqual(entries["/etc/default/handoffd"][0], "config")
 
-    def test_3_the_unit_grants_only_raw_hci_privileges_and_systemd_accepts_it(self):
-        with open(self.path(f"{PREFIX}/lib/systemd/system/handoffd@.service")) as handle:
+    def test_3_the_user_unit_has_no_privileges_and_systemd_accepts_it(self):
+        with open(self.path(f"{PREFIX}/lib/systemd/user/handoffd.service")) as handle:
             unit = handle.read()
         settings = {}
         for line in unit.splitlines():
             if "=" in line and not line.startswith("#"):
                 key, value = line.split("=", 1)
                 settings.setdefault(key, []).append(value)
-        self.assertEqual(settings["User"], ["%i"])
-        self.assertEqual(settings["AmbientCapabilities"], ["CAP_NET_RAW CAP_NET_ADMIN"])
-        self.assertEqual(settings["CapabilityBoundingSet"], ["CAP_NET_RAW CAP_NET_ADMIN"])
+        # A user unit: no User=, no capabilities, the sandbox made possible by its own user namespace.
+        self.assertNotIn("User", settings)
+        self.assertEqual(settings["CapabilityBoundingSet"], [""])
+        self.assertEqual(settings["AmbientCapabilities"], [""])
+        self.assertEqual(settings["PrivateUsers"], ["yes"])
         self.assertEqual(settings["NoNewPrivileges"], ["yes"])
-        self.assertEqual(settings["StateDirectory"], ["handoffd/%i"])
         self.assertEqual(settings["ProtectSystem"], ["strict"])
-        self.assertIn("AF_BLUETOOTH", settings["RestrictAddressFamilies"][0])
-        self.assertEqual(settings["EnvironmentFile"], ["-/etc/default/handoffd"])
-        self.assertTrue(settings["ExecStart"][0].startswith(f"{PREFIX}/bin/handoffd --hci ${{HANDOFF_HCI}} "), settings["ExecStart"])
-        self.assertIn("--socket /run/user/%i/handoff/handoffd.sock", settings["ExecStart"][0])
-        self.assertNotIn("@", settings["ExecStart"][0].replace("%i", ""), "a placeholder was not replaced")
+        self.assertEqual(settings["LimitNOFILE"], ["4096"])
+        self.assertEqual(settings["WantedBy"], ["default.target"])
+        self.assertNotIn("AF_BLUETOOTH", settings["RestrictAddressFamilies"][0])
+        self.assertEqual(settings["EnvironmentFile"], ["-/etc/default/handoffd", "-%E/handoff/handoffd.env"])
+        self.assertEqual(settings["ExecStart"], [f"{PREFIX}/bin/handoffd --state-dir %h/.local/state/handoff "
+                                                 "--socket %t/handoff/handoffd.sock $HANDOFF_OPTIONS"])
+        self.assertEqual(settings["ReadWritePaths"], ["%h/.local/state/handoff"])
+        # The Debian package ships the file as it is in the tree: /usr/bin.
+        with open(os.path.join(REPO, "Packaging", "systemd", "handoffd.service")) as handle:
+            self.assertEqual(handle.read(), unit.replace(f"{PREFIX}/bin/handoffd", "/usr/bin/handoffd"))
 
         analyze = shutil.which("systemd-analyze")
         if not analyze:
             print("\n  skipped systemd-analyze verify: systemd-analyze is not installed here (Debian package 'systemd')")
             return
-        # verify needs an instance and the binary where ExecStart says; point it into the DESTDIR.
+        # verify needs the binary where ExecStart says; point it into the DESTDIR.
         with tempfile.TemporaryDirectory() as scratch:
-            instance = os.path.join(scratch, "handoffd@1000.service")  # a desktop user, not root
-            with open(instance, "w") as handle:
+            path = os.path.join(scratch, "handoffd.service")
+            with open(path, "w") as handle:
                 handle.write(unit.replace(f"{PREFIX}/bin/", self.path(f"{PREFIX}/bin/")))
-            result = run(analyze, "verify", "--man=no", instance, check=False)
+            environment = {"XDG_RUNTIME_DIR": scratch}
+            result = run(analyze, "--user", "verify", "--man=no", path, check=False, env=environment)
             self.assertEqual(result.returncode, 0, f"systemd-analyze verify:\n{result.stdout}{result.stderr}")
             self.assertNotRegex(result.stdout + result.stderr, r"(?i)unknown|ignoring|invalid|warning",
                                 f"systemd-analyze verify complained:\n{result.stdout}{result.stderr}")
-            security = run(analyze, "security", "--offline=yes", instance, check=False)
+            security = run(analyze, "--user", "security", "--offline=yes", path, check=False, env=environment)
             score = re.search(r"Overall exposure level for \S+: ([0-9.]+)", security.stdout)
             if score:
-                print(f"\n  systemd-analyze security: exposure {score.group(1)} (0 safest, 10 unsafe)")
+                print(f"\n  systemd-analyze --user security: exposure {score.group(1)} (0 safest, 10 unsafe)")
                 self.assertLess(float(score.group(1)), 4.0, security.stdout[-2000:])
 
     def test_4_completions_offer_exactly_the_commands_and_options_of_the_binary(self):
@@ -248,7 +255,7 @@ class Install(unittest.TestCase):
             # PREFIX and DESTDIR from the environment, like make install.
             environment = {"PREFIX": "/usr", "DESTDIR": destdir}
             run(INSTALL, "--bindir-from", BIN, env=environment)
-            self.assertTrue(os.path.isfile(destdir + "/usr/lib/systemd/system/handoffd@.service"))
+            self.assertTrue(os.path.isfile(destdir + "/usr/lib/systemd/user/handoffd.service"))
             self.assertTrue(os.path.isfile(destdir + "/usr/share/handoff/install-manifest"))
             # A settings change survives a reinstall and the uninstall.
             with open(destdir + "/etc/default/handoffd", "a") as handle:
@@ -261,9 +268,10 @@ class Install(unittest.TestCase):
             self.assertEqual(tree(destdir), {"/etc", "/etc/default", "/etc/default/unrelated", "/etc/default/handoffd"})
 
         with tempfile.TemporaryDirectory(prefix="handoff-destdir-") as destdir:
-            # A prefix systemd does not search gets the unit in /etc/systemd/system.
+            # A prefix user managers do not search gets the unit in /etc/systemd/user.
             run(INSTALL, "--prefix", "/opt/handoff", "--destdir", destdir, "--bindir-from", BIN)
-            self.assertTrue(os.path.isfile(destdir + "/etc/systemd/system/handoffd@.service"))
+            with open(destdir + "/etc/systemd/user/handoffd.service") as handle:
+                self.assertIn("\nExecStart=/opt/handoff/bin/handoffd ", handle.read())
             run(UNINSTALL, "--prefix", "/opt/handoff", "--destdir", destdir)
             self.assertEqual(os.listdir(destdir), [])
 
