@@ -53,7 +53,7 @@ let package = Package(
         // The daemon as a library: state, wiring, request handling.
         .target(name: "HandoffDaemon", dependencies: ["HandoffCore", "HandoffCrypto", "HandoffTransport", "HandoffMDNS", "HandoffBluetooth", "HandoffBlueZ"]),
         // Checks a Bluetooth controller on real hardware: advertise and scan for a few seconds.
-        .executableTarget(name: "handoff-ble-check", dependencies: ["HandoffBluetooth", "HandoffCore", "HandoffCrypto"]),
+        .executableTarget(name: "handoff-ble-check", dependencies: ["HandoffBluetooth", "HandoffBlueZ", "HandoffCore", "HandoffCrypto", "HandoffTransport"]),
         .executableTarget(name: "handoffd", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffTransport"]),
         // Client of the local API, used by apps and by handoff-peer.
         .target(name: "HandoffKit", dependencies: ["HandoffCore", "HandoffTransport"]),
