@@ -6,7 +6,9 @@ the firewall definitions opening the documented ports, and an uninstall that
 leaves the DESTDIR empty.
 
 Reuses the debug binaries the test run already built (--bindir-from), so it
-takes seconds, not a release build. Needs no root and no lab."""
+takes seconds, not a release build. Install needs no root and no lab;
+UserService runs the user unit under a real systemd user manager in a lab
+host and needs root (take the lab lock)."""
 import configparser
 import hashlib
 import json
