@@ -555,6 +555,19 @@ class UserService(unittest.TestCase):
         for capabilities in ("CapInh", "CapPrm", "CapEff", "CapAmb", "CapBnd"):
             self.assertEqual(int(fields[capabilities], 16), 0, capabilities)
         self.assertEqual(fields["NoNewPrivs"].strip(), "1")
+        self.assertEqual(fields["Seccomp"].strip(), "2")  # SystemCallFilter, RestrictAddressFamilies, ...
+        # The user manager honours the file system sandbox (in the unit's own user namespace):
+        # all read-only but the state and runtime directories, its own /tmp.
+        mounts = {}
+        with open(f"/proc/{self.main_pid()}/mountinfo") as handle:
+            for line in handle:
+                fields_of_mount = line.split()
+                mounts[fields_of_mount[4]] = fields_of_mount[5].split(",")[0]  # the last mount at a point wins
+        self.assertEqual(mounts["/"], "ro")
+        self.assertEqual(mounts["/home"], "ro")
+        self.assertEqual(mounts[f"{HOME}/.local/state/handoff"], "rw")
+        self.assertEqual(mounts[f"{RUNTIME}/handoff"], "rw")
+        self.assertIn("/tmp", mounts)
         # Start time: `systemctl --user restart` until the local API answers.
         times = []
         for _ in range(5):
