@@ -440,11 +440,11 @@ class VMCapture(unittest.TestCase):
         self.assertFalse([opcode for opcode, _ in commands if opcode in legacy], "the kernel sent legacy LE commands")
 
     def test_public_address_carries_the_beacon_only_until_handoffd_withdraws_it(self):
-        """bluetoothd re-adds every registered advertisement when the adapter becomes discoverable
-        (so connectable), and the kernel then sets ours up from the public address
-        (hci_setup_ext_adv_instance_sync): no D-Bus client can stop that refresh, which comes before
-        the Discoverable signal. What handoffd controls: the set is withdrawn at once, and no set
-        with our data is ever enabled from the public address otherwise."""
+        # bluetoothd re-adds every registered advertisement when the adapter becomes discoverable
+        # (so connectable), and the kernel then sets ours up from the public address
+        # (hci_setup_ext_adv_instance_sync): no D-Bus client can stop that refresh, which comes
+        # before the Discoverable signal. What handoffd controls: the set is withdrawn at once,
+        # and no set with our data is ever enabled from the public address otherwise.
         ours = [entry for entry in self.enabled if entry[4]]
         self.assertTrue(ours, "no advertising set with our manufacturer data was enabled")
         changes = [(controller, at) for opcode, _, controller, at in self.commands if opcode is None]
