@@ -243,10 +243,14 @@ class VMBluetooth(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.daemons = Daemons()
-        cls.daemons.start("laptop-a")
-        cls.daemons.start("laptop-b")
-        pair("laptop-a", "laptop-b")
         cls.figures = []
+        try:
+            cls.daemons.start("laptop-a")
+            cls.daemons.start("laptop-b")
+            pair("laptop-a", "laptop-b")
+        except BaseException:
+            cls.daemons.stop_all()  # tearDownClass does not run after a failed setUpClass
+            raise
 
     @classmethod
     def tearDownClass(cls):
