@@ -59,6 +59,7 @@ def air(command):
     """A line to ble-lab's control socket (range, rssi); its reply."""
     import socket
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as control:
+        control.settimeout(30)
         control.connect(f"{RUN}/air/control.sock")
         control.sendall((command + "\n").encode())
         reply = control.makefile().readline().strip()
@@ -214,6 +215,9 @@ def signals_per_device(adapter, seconds):
     return counts
 
 
+BLUETOOTHD = []  # the bluetoothd processes the tests started
+
+
 def alive(pid):
     """Running (a zombie left by a crash counts as gone)."""
     try:
@@ -230,12 +234,16 @@ def restart_bluetoothd(experimental=True, stopped=False):
             pid = int(file.read())
         os.kill(pid, 15)
         wait_until("bluetoothd to exit", lambda: not alive(pid), timeout=60)
+    for ended in [process for process in BLUETOOTHD if process.poll() is not None]:
+        BLUETOOTHD.remove(ended)
     log = open(f"{OUT}/bluetoothd.log", "a")
     process = subprocess.Popen(["/usr/libexec/bluetooth/bluetoothd", "-n"] + (["-E"] if experimental else []),
                                stdout=log, stderr=subprocess.STDOUT)
     log.close()
     with open(f"{OUT}/bluetoothd.pid", "w") as file:
         file.write(str(process.pid))
+    # Kept, so the ones stopped later are reaped; vm-lab stops the last by its pid.
+    BLUETOOTHD.append(process)
 
 
 @unittest.skipUnless(os.environ.get("HANDOFF_VM_GUEST"), "runs inside the VM: Scripts/vm-lab test")
@@ -459,7 +467,9 @@ class VMCapture(unittest.TestCase):
             self.assertTrue(any(c == controller and 0 <= on - at < 2 for c, at in changes),
                             f"our data enabled from the public address with no Discoverable change before it: {handle} at {on}")
             self.assertIsNotNone(off, f"our data from the public address, never withdrawn: {handle} at {on}")
-            self.assertLess(off - on, 1.0, f"our data from the public address for {off - on:.3f} s")
+            # From bluetoothd's refresh to its Remove Advertising for our Unregister: the Discoverable
+            # signal and two D-Bus calls; 81 ms to 1.5 s seen under TCG on a loaded machine.
+            self.assertLess(off - on, 5.0, f"our data from the public address for {off - on:.3f} s")
             windows.append(off - on)
         if windows:
             line = f"public address carried the beacon for {max(windows) * 1000:.0f} ms after the adapter became discoverable (bluetoothd's refresh)"
