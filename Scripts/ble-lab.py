@@ -116,8 +116,11 @@ EXTENDED_COMMANDS = {
     hci.HCI_LE_CLEAR_ADVERTISING_SETS_COMMAND,
     hci.HCI_LE_SET_EXTENDED_SCAN_PARAMETERS_COMMAND,
     hci.HCI_LE_SET_EXTENDED_SCAN_ENABLE_COMMAND,
+    hci.HCI_LE_EXTENDED_CREATE_CONNECTION_COMMAND,
 }
-LEGACY_COMMANDS = {
+# Legacy commands answered with Command Status rather than Command Complete.
+LEGACY_STATUS_COMMANDS = {hci.HCI_LE_CREATE_CONNECTION_COMMAND}
+LEGACY_COMMANDS = LEGACY_STATUS_COMMANDS | {
     hci.HCI_LE_SET_ADVERTISING_PARAMETERS_COMMAND,
     hci.HCI_LE_READ_ADVERTISING_PHYSICAL_CHANNEL_TX_POWER_COMMAND,
     hci.HCI_LE_SET_ADVERTISING_DATA_COMMAND,
@@ -384,6 +387,9 @@ class LabController(Controller):
             if command.op_code in EXTENDED_COMMANDS:
                 self.extended_used = True
             elif command.op_code in LEGACY_COMMANDS and self.extended_used:
+                if command.op_code in LEGACY_STATUS_COMMANDS:
+                    return self.send_hci_packet(hci.HCI_Command_Status_Event(
+                        status=ErrorCode.COMMAND_DISALLOWED_ERROR, num_hci_command_packets=1, command_opcode=command.op_code))
                 return self._complete(command.op_code, ErrorCode.COMMAND_DISALLOWED_ERROR)
         if isinstance(command, hci.HCI_SyncCommand) or hasattr(self, f"on_{command.name.lower()}"):
             return super().on_hci_command_packet(command)
@@ -546,11 +552,13 @@ class VhciPort:
 
     # Packet sink for the controller: events and ACL data to the kernel.
     def on_packet(self, packet: bytes):
-        os.write(self.fd, packet)
+        if self.fd >= 0:  # the controller may still emit while the lab shuts down
+            os.write(self.fd, packet)
 
     def close(self):
         asyncio.get_running_loop().remove_reader(self.fd)
         os.close(self.fd)
+        self.fd = -1
 
 
 @dataclasses.dataclass

@@ -55,6 +55,8 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     private var current: String?
     private var token: [UInt8]?
     private var advertisement = Step.off
+    /// RegisterAdvertisement met AlreadyExists and was unregistered to try again.
+    private var retriedRegistration = false
     private var discovery = Step.off
     private var monitor = Step.off
     private var devices: [String: Sighting] = [:]
@@ -277,6 +279,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         devices.removeAll()
         current = nil
         advertisement = .off
+        retriedRegistration = false
         discovery = .off
         monitor = .off
     }
@@ -402,7 +405,11 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         let now = Self.nowMillis()
         let due = now >= sighting.reportedMillis + Self.reportIntervalMillis
             || sighting.token != previous.token || sighting.rssi != previous.rssi
-        guard update.manufacturerDataSeen || update.rssi != nil, due, let token = sighting.token, let rssi = sighting.rssi else {
+        // Only a report that carries the beacon is a sighting of it: an address that once
+        // carried our token (the public one while the adapter was made discoverable, in
+        // the VM lab) may go on advertising something else, and RSSI alone would keep
+        // the token fresh. With DuplicateData, bluetoothd re-sends ManufacturerData on each.
+        guard update.manufacturerDataSeen, due, let token = sighting.token, let rssi = sighting.rssi else {
             devices[path] = sighting
             return
         }
@@ -416,21 +423,13 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
 
     private func beaconChanged(_ next: [UInt8]?) {
         guard next != token else { return }
-        let previous = token
         token = next
-        if advertisement == .on, previous != nil, next != nil, let connection {
-            // A new token goes out with a new address: on PropertiesChanged bluetoothd
-            // re-adds the instance, and the kernel disables the set, gives it a new
-            // non-resolvable private address, then the new data, then enables it
-            // (seen with btmon in the VM lab; Docs/HARDWARE.md).
-            do throws(BusError) {
-                try connection.emitPropertiesChanged(path: BlueZ.advertisementPath, interface: BlueZ.advertisementInterface,
-                                                     names: ["ManufacturerData"])
-            } catch {
-                lastError = "rotation: \(error)"
-                unregisterAdvertisement() // registered afresh below, with the new token
-            }
-        } else if next == nil && advertisement != .off {
+        if advertisement != .off {
+            // Withdrawn (nil), or a new token: registered again below, the set is added
+            // afresh and the kernel gives it a new non-resolvable private address before
+            // the new data (btmon in the VM lab), so token and address change together.
+            // Not PropertiesChanged: bluetoothd before 5.74 aborts when the refresh that
+            // triggers fails (BlueZ commit 6b5447583); a failed registration is an error reply.
             unregisterAdvertisement()
         }
         reconcile()
@@ -449,14 +448,24 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
             devices.removeAll()
         }
         guard let adapter = chosen, adapter.powered else {
-            advertisement = .off
+            // Power-off: the kernel drops the advertising set (btmon: Advertising Removed),
+            // but bluetoothd 5.66 keeps our registration and never hands it back at
+            // power-on (RegisterAdvertisement answers AlreadyExists, nothing goes on the
+            // air). Unregistering now makes power-on register it afresh.
+            if advertisement != .off { unregisterAdvertisement() }
             discovery = .off
             monitor = .off
             return updateStatus()
         }
+        // Discoverable makes the adapter connectable, and the kernel then sets an
+        // advertising set up as connectable from the public address
+        // (hci_setup_ext_adv_instance_sync): withdraw the beacon until it is not.
+        if adapter.discoverable && advertisement != .off { unregisterAdvertisement() }
         if monitor == .off && adapter.canMonitor { registerMonitor(on: adapter.path) }
         if discovery == .off { startDiscovery(on: adapter.path) }
-        if token != nil && advertisement == .off && adapter.canAdvertise { registerAdvertisement(on: adapter.path) }
+        if token != nil && advertisement == .off && adapter.canAdvertise && !adapter.discoverable {
+            registerAdvertisement(on: adapter.path)
+        }
         updateStatus()
     }
 
@@ -510,9 +519,16 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
             switch result {
             case .success:
                 advertisement = .on
+                retriedRegistration = false
                 lastError = nil
+            case let .failure(error) where error.name == "org.bluez.Error.AlreadyExists" && !retriedRegistration:
+                // bluetoothd still holds an earlier registration whose set the kernel may
+                // have dropped: register afresh, once.
+                retriedRegistration = true
+                unregisterAdvertisement { presence in presence.reconcile() }
+                return
             case let .failure(error) where error.name == "org.bluez.Error.AlreadyExists":
-                advertisement = .on // still registered from before a power cycle
+                advertisement = .on
             case let .failure(error):
                 advertisement = .off
                 lastError = "advertising: \(error)"
@@ -522,21 +538,29 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         }
     }
 
-    private func unregisterAdvertisement() {
+    /// `then` runs once bluetoothd has answered, if nothing changed the adapter or bluetoothd meanwhile.
+    private func unregisterAdvertisement(then: ((BlueZPresence) -> Void)? = nil) {
         guard let current else { return }
         advertisement = .off
+        let issued = generation
         call(BlueZ.service, current, BlueZ.advertisingManagerInterface, "UnregisterAdvertisement", { (body: inout MessageWriter) throws(BusError) in
             try body.objectPath(BlueZ.advertisementPath)
-        }) { _ in }
+        }) { [unowned self] result in
+            note("bluez: UnregisterAdvertisement on \(current): \(result)")
+            guard issued == generation, self.current == current else { return }
+            then?(self)
+        }
     }
 
     /// The advertisement object bluetoothd reads (GetAll) when it is registered, and calls Release on.
     private func exportAdvertisement(on bus: BusConnection) throws(BusError) {
         let companyID = configuration.companyID
         let callbacks = BusCallbacks(onMessage: { [unowned self] message in
-            // Release: bluetoothd dropped it (adapter gone, bluetoothd stopping).
+            // Release: bluetoothd dropped it (adapter gone, bluetoothd stopping, a timeout).
+            note("bluez: advertisement released")
             advertisement = .off
             updateStatus()
+            after(millis: 500) { $0.reconcile() }
             return handoff_bus_reply_empty(message)
         }, onProperty: { [unowned self] property, reply in
             var writer = MessageWriter(message: reply)
@@ -647,6 +671,9 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         } else if let adapter {
             if !adapter.powered {
                 text = "unavailable: adapter \(adapter.name) is powered off; waiting for it ('bluetoothctl power on', 'rfkill unblock bluetooth')"
+            } else if adapter.discoverable && token != nil {
+                text = "unavailable: beacon withdrawn while adapter \(adapter.name) is discoverable (the kernel would send it from the adapter's public address); "
+                    + (discovery == .on ? "still scanning" : "starting discovery") + "; it comes back when discoverable ends ('bluetoothctl discoverable off')"
             } else if !adapter.canAdvertise {
                 text = "unavailable: adapter \(adapter.name) cannot advertise (no LE advertising manager)"
             } else {

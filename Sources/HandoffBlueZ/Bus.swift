@@ -174,15 +174,6 @@ final class BusConnection {
         sd_bus_slot_unref(slot)
     }
 
-    func emitPropertiesChanged(path: String, interface: String, names: [String]) throws(BusError) {
-        var pointers: [UnsafeMutablePointer<CChar>?] = names.map { strdup($0) } + [nil]
-        defer { pointers.forEach { free($0) } }
-        let result = pointers.withUnsafeMutableBufferPointer {
-            sd_bus_emit_properties_changed_strv(bus, path, interface, $0.baseAddress)
-        }
-        guard result >= 0 else { throw BusError(call: "PropertiesChanged \(path)", errno: -result) }
-    }
-
     /// The slot belongs to the bus from now on; its destroy callback releases the handler
     /// when the call is answered, or when the connection is closed.
     private func adopt(_ slot: OpaquePointer) {

@@ -110,6 +110,13 @@ public final class BluetoothDiscovery: BluetoothPresence {
                 try driver.execute(.setEventMask(Self.eventMask))
                 try driver.execute(.leSetEventMask(Self.leEventMask))
             }
+            // Linux drives a controller with LE Extended Advertising (LE feature bit 12) with
+            // extended commands from power-on (hci_sync.c), after which it must refuse ours:
+            // say so before sending any, rather than disturb its scanning.
+            if configuration.kernelManaged, try Self.hasExtendedAdvertising(driver) {
+                legacyRefused.store(true, ordering: .releasing)
+                throw Self.extendedCommandsInUse(configuration.device)
+            }
             // A controller may still scan or advertise from an earlier run (controllers outlive
             // their clients): parameters can only change while both are off.
             try driver.executeIgnoringStatus(.leSetScanEnable(false, filterDuplicates: false))
@@ -120,13 +127,24 @@ public final class BluetoothDiscovery: BluetoothPresence {
                 // Core Vol 4, Part E, 3.1.1: after any extended LE command the controller
                 // must refuse the legacy ones, and Linux sends extended ones from power-on.
                 legacyRefused.store(true, ordering: .releasing)
-                throw HandoffError(.bluetooth, "The kernel uses extended commands on \(configuration.device): use the BlueZ backend (the controller refuses the legacy LE scanning and advertising commands of raw HCI with HCI status 0x0C, command disallowed).",
-                                   fix: "Use the BlueZ backend: start handoffd without --hci (it uses bluetoothd over D-Bus whenever bluetoothd runs).")
+                throw Self.extendedCommandsInUse(configuration.device)
             }
             // Duplicates are wanted: every beacon refreshes freshness and RSSI. Refused
             // (0x0C) when bluetoothd already scans: reports arrive anyway.
             try driver.executeIgnoringStatus(.leSetScanEnable(true, filterDuplicates: false))
         }
+    }
+
+    private static func extendedCommandsInUse(_ device: String) -> HandoffError {
+        HandoffError(.bluetooth, "The kernel uses extended commands on \(device): use the BlueZ backend (the controller refuses the legacy LE scanning and advertising commands of raw HCI with HCI status 0x0C, command disallowed).",
+                     fix: "Use the BlueZ backend: start handoffd without --hci (it uses bluetoothd over D-Bus whenever bluetoothd runs).")
+    }
+
+    /// LE Read Local Supported Features: bit 12 is LE Extended Advertising (Core Vol 6, Part B, 4.6).
+    private static func hasExtendedAdvertising(_ driver: BluetoothController) throws(HandoffError) -> Bool {
+        guard case let .commandComplete(_, parameters) = try driver.execute(.leReadLocalSupportedFeatures),
+              parameters.count >= 3 else { return false }
+        return parameters[2] & 0x10 != 0 // status, then the 8-byte little-endian feature mask
     }
 
     /// Advertises `beacon` from a private address derived from its token.
