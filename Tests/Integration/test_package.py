@@ -92,9 +92,10 @@ class DebianPackage(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require_root()
-        for tool in ("apt-get", "dpkg-deb", "lintian"):
-            if not shutil.which(tool):
-                raise unittest.SkipTest(f"no {tool} (sudo apt-get install dpkg-dev lintian)")
+        # The tools that build and check a package (Scripts/package --help).
+        tools = [package for tool, package in (("dpkg-shlibdeps", "dpkg-dev"), ("lintian", "lintian")) if not shutil.which(tool)]
+        if tools:
+            run("apt-get", "install", "-y", "--no-install-recommends", *tools)
         if installed("handoff"):
             raise AssertionError("the handoff package is installed already; remove it first (sudo apt-get purge handoff)")
         started = time.monotonic()
