@@ -44,6 +44,12 @@ FILES = {
     "/usr/share/doc/handoff/changelog.gz": 0o644,
 }
 CONFFILES = {"/etc/default/handoffd", "/etc/ufw/applications.d/handoff"}
+# The notification agent joins the package once it is in the tree (Scripts/package).
+if os.path.isdir(os.path.join(REPO, "Sources", "handoff-notify")):
+    PROGRAMS.append("handoff-notify")
+    FILES.update({"/usr/bin/handoff-notify": 0o755, "/usr/share/man/man1/handoff-notify.1.gz": 0o644,
+                  "/etc/xdg/autostart/handoff-notify.desktop": 0o644})
+    CONFFILES.add("/etc/xdg/autostart/handoff-notify.desktop")
 # postinst enables the user unit for every user (deb-systemd-helper --user enable).
 ENABLED_LINK = "/etc/systemd/user/default.target.wants/handoffd.service"
 PORTS = {("udp", 47180), ("udp", 47181), ("tcp", 47181), ("udp", 5353)}
@@ -175,7 +181,7 @@ class DebianPackage(unittest.TestCase):
                 self.assertIn(package, depends, f"{program} loads {library} from {package}")
         self.assertEqual(run("man", "-w", "8", "handoffd").stdout.strip(), "/usr/share/man/man8/handoffd.8.gz")
         # Manual pages render without warnings.
-        for page in ("handoffd", "handoff-peer", "handoff-ble-check"):
+        for page in PROGRAMS:
             rendered = run("man", "--warnings", page, env={"MANWIDTH": "80", "MAN_KEEP_STDERR": "1"})
             self.assertEqual(rendered.stderr.strip(), "", page)
             self.assertIn("SEE ALSO", rendered.stdout)
