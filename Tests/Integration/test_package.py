@@ -1,0 +1,265 @@
+"""The Debian package on this machine: Scripts/package builds it, lintian
+reports no errors, `apt-get install ./handoff_*.deb` puts every file where
+Debian expects it, the installed handoffd and handoff-peer hand an activity
+off between two lab hosts, and `apt-get purge handoff` leaves /usr, /etc and
+/var/lib exactly as they were.
+
+Needs root (apt-get, network namespaces) and the lab lock. The first run
+makes a release build (minutes); Scripts/package reuses it, and the .deb,
+while their sources hash the same (.build/package). The runtime
+dependencies (avahi-daemon, bluez, the libraries) are installed before the
+"before" file list is taken, so the comparison is about this package's own
+files."""
+import configparser
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import unittest
+import xml.etree.ElementTree as ElementTree
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import REPO, lab, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
+
+PACKAGE = os.path.join(REPO, "Scripts", "package")
+OUTPUT = os.path.join(REPO, ".build", "package", "deb")
+PROGRAMS = ["handoffd", "handoff-peer", "handoff-ble-check"]
+# Every file the package ships, with its mode (Scripts/package --help, Docs/INSTALL.md "Package").
+FILES = {
+    **{f"/usr/bin/{program}": 0o755 for program in PROGRAMS},
+    "/usr/lib/systemd/user/handoffd.service": 0o644,
+    "/etc/default/handoffd": 0o644,
+    "/etc/ufw/applications.d/handoff": 0o644,
+    "/usr/lib/firewalld/services/handoff.xml": 0o644,
+    "/usr/share/man/man8/handoffd.8.gz": 0o644,
+    "/usr/share/man/man1/handoff-peer.1.gz": 0o644,
+    "/usr/share/man/man1/handoff-ble-check.1.gz": 0o644,
+    "/usr/share/bash-completion/completions/handoff-peer": 0o644,
+    "/usr/share/zsh/vendor-completions/_handoff-peer": 0o644,
+    "/usr/share/fish/vendor_completions.d/handoff-peer.fish": 0o644,
+    "/usr/share/doc/handoff/copyright": 0o644,
+    "/usr/share/doc/handoff/changelog.gz": 0o644,
+}
+CONFFILES = {"/etc/default/handoffd", "/etc/ufw/applications.d/handoff"}
+# The notification agent joins the package once it is in the tree (Scripts/package).
+if os.path.isdir(os.path.join(REPO, "Sources", "handoff-notify")):
+    PROGRAMS.append("handoff-notify")
+    FILES.update({"/usr/bin/handoff-notify": 0o755, "/usr/share/man/man1/handoff-notify.1.gz": 0o644,
+                  "/etc/xdg/autostart/handoff-notify.desktop": 0o644})
+    CONFFILES.add("/etc/xdg/autostart/handoff-notify.desktop")
+# postinst enables the user unit for every user (deb-systemd-helper --user enable).
+ENABLED_LINK = "/etc/systemd/user/default.target.wants/handoffd.service"
+PORTS = {("udp", 47180), ("udp", 47181), ("tcp", 47181), ("udp", 5353)}
+# Compared before install and after purge.
+ROOTS = ["/usr", "/etc", "/var/lib"]
+# What dpkg and apt themselves keep (their own database and its backups,
+# apt's auto/manual marks) and caches that package triggers rewrite.
+NOISE = re.compile(r"^/var/lib/(dpkg|apt|ucf|man-db)(/|$)|/__pycache__(/|$)|^/etc/ld\.so\.cache$")
+USER_INFO = {"chapter": 3, "scroll": 0.42, "highlights": [120, 388], "cover": {"$data": "iVBORw0KGgo="}}
+
+
+def run(*argv, check=True, timeout=1800, env=None):
+    result = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
+                            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive", **(env or {})})
+    if check and result.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)} exited {result.returncode}\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+    return result
+
+
+def file_list():
+    """Every path under ROOTS (one file system each), with its type and, for a link, its target."""
+    found = {}
+    for root in ROOTS:
+        for directory, subdirectories, files in os.walk(root):
+            if os.path.ismount(directory) and directory != root:
+                subdirectories[:] = []
+                continue
+            for name in subdirectories + files:
+                path = os.path.join(directory, name)
+                if NOISE.search(path):
+                    continue
+                if os.path.islink(path):
+                    found[path] = "link -> " + os.readlink(path)
+                else:
+                    found[path] = "dir" if os.path.isdir(path) else "file"
+            subdirectories[:] = [d for d in subdirectories if not os.path.islink(os.path.join(directory, d))]
+    return found
+
+
+def installed(package):
+    result = run("dpkg-query", "-W", "-f=${Status}", package, check=False)
+    return result.returncode == 0 and result.stdout.endswith(" installed")
+
+
+class DebianPackage(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        require_root()
+        # The tools that build and check a package (Scripts/package --help).
+        tools = [package for tool, package in (("dpkg-shlibdeps", "dpkg-dev"), ("lintian", "lintian")) if not shutil.which(tool)]
+        if tools:
+            run("apt-get", "install", "-y", "--no-install-recommends", *tools)
+        if installed("handoff"):
+            raise AssertionError("the handoff package is installed already; remove it first (sudo apt-get purge handoff)")
+        started = time.monotonic()
+        lines = run(PACKAGE, "--output", OUTPUT, "--no-lintian").stdout.strip().splitlines()
+        cls.package_seconds = time.monotonic() - started
+        cls.deb = lines[-1]
+        assert os.path.isfile(cls.deb), lines
+        cls.fields = {key: run("dpkg-deb", "-f", cls.deb, key).stdout.strip()
+                      for key in ("Package", "Version", "Architecture", "Depends", "Installed-Size")}
+        # Its dependencies first: they stay after the purge, so they belong to "before".
+        depends = [re.split(r"[ (]", item.strip())[0] for item in cls.fields["Depends"].split(",")]
+        missing = [name for name in depends if not installed(name)]
+        if missing:
+            run("apt-get", "install", "-y", "--no-install-recommends", *missing)
+        cls.before = file_list()
+
+    @classmethod
+    def tearDownClass(cls):
+        # Never leave it behind, whatever failed.
+        if run("dpkg-query", "-W", "handoff", check=False).returncode == 0:
+            run("apt-get", "purge", "-y", "handoff", check=False)
+        if not os.environ.get("HANDOFF_KEEP_LAB"):
+            lab("down", check=False)
+        print(f"\npackage: Scripts/package {cls.package_seconds:.0f} s, {os.path.getsize(cls.deb) // 1024} KiB, "
+              f"installed {cls.fields['Installed-Size']} KiB", file=sys.stderr)
+
+    def test_1_named_versioned_and_lintian_clean(self):
+        version = run("dpkg-parsechangelog", "-l", os.path.join(REPO, "Packaging", "debian", "changelog"), "-S", "Version").stdout.strip()
+        architecture = run("dpkg", "--print-architecture").stdout.strip()
+        self.assertEqual(os.path.basename(self.deb), f"handoff_{version}_{architecture}.deb")
+        self.assertEqual((self.fields["Package"], self.fields["Version"], self.fields["Architecture"]),
+                         ("handoff", version, architecture))
+        depends = {re.split(r"[ (]", item.strip())[0] for item in self.fields["Depends"].split(",")}
+        self.assertLessEqual({"avahi-daemon", "bluez", "libc6", "libsodium23", "libavahi-client3", "libsystemd0"}, depends)
+        self.assertFalse([name for name in depends if "swift" in name], depends)
+
+        result = run("lintian", "--fail-on", "error", self.deb, check=False, timeout=900)
+        tags = [line for line in result.stdout.splitlines() if re.match(r"^[EW]: ", line)]
+        self.assertEqual(result.returncode, 0, f"lintian:\n{result.stdout}\n{result.stderr}")
+        self.assertEqual([line for line in tags if line.startswith("E: ")], [], "lintian errors")
+        # No warnings either: Docs/INSTALL.md ("Package") says none are expected.
+        self.assertEqual(tags, [], "lintian warnings")
+
+    def test_2_install_puts_every_file_where_debian_expects_it(self):
+        run("apt-get", "install", "-y", "--no-install-recommends", self.deb)
+        self.assertTrue(installed("handoff"))
+        listed = {path for path in run("dpkg", "-L", "handoff").stdout.splitlines() if path and os.path.isfile(path)}
+        self.assertEqual(listed, set(FILES))
+        for path, mode in FILES.items():
+            status = os.stat(path)
+            self.assertEqual(status.st_mode & 0o7777, mode, path)
+            self.assertEqual((status.st_uid, status.st_gid), (0, 0), path)
+        conffiles = {line.split()[0] for line in run("dpkg-query", "-W", "-f=${Conffiles}", "handoff").stdout.splitlines() if line.strip()}
+        self.assertEqual(conffiles, CONFFILES)
+        self.assertEqual(os.readlink(ENABLED_LINK), "/usr/lib/systemd/user/handoffd.service")
+        # The file list sees what the install added (so test_4's comparison can fail).
+        added = file_list().keys() - self.before.keys()
+        self.assertLessEqual(set(FILES) | {ENABLED_LINK}, added)
+        self.assertTrue([path for path in added if path.startswith("/var/lib/systemd/deb-systemd-user-helper-enabled/")], added)
+
+        depends = {re.split(r"[ (]", item.strip())[0] for item in self.fields["Depends"].split(",")}
+        for program in PROGRAMS:
+            self.assertEqual(run(f"/usr/bin/{program}", "--help").returncode, 0)
+            self.assertIn(f"/{program}.", run("man", "-w", program).stdout)
+            # It loads only Debian's libraries (no Swift runtime from a toolchain), and each one it
+            # names (NEEDED; their own dependencies are theirs) comes from a package in Depends.
+            needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", run("readelf", "-d", f"/usr/bin/{program}").stdout))
+            resolved = dict(re.findall(r"^\s*(\S+) => (\S+)", run("ldd", f"/usr/bin/{program}").stdout, re.M))
+            self.assertFalse([name for name in resolved if "swift" in name.lower() or "Foundation" in name], resolved)
+            self.assertLessEqual(needed - {"ld-linux-x86-64.so.2"}, set(resolved), "a library is not found")
+            for soname in needed - {"ld-linux-x86-64.so.2"}:
+                library = resolved[soname]
+                owner = run("dpkg", "-S", os.path.realpath(library).replace("/usr/lib/", "/lib/", 1), check=False)
+                if owner.returncode != 0:
+                    owner = run("dpkg", "-S", os.path.realpath(library))
+                package = owner.stdout.split(":")[0]
+                self.assertIn(package, depends, f"{program} loads {library} from {package}")
+        self.assertEqual(run("man", "-w", "8", "handoffd").stdout.strip(), "/usr/share/man/man8/handoffd.8.gz")
+        # Manual pages render without warnings.
+        for page in PROGRAMS:
+            rendered = run("man", "--warnings", page, env={"MANWIDTH": "80", "MAN_KEEP_STDERR": "1"})
+            self.assertEqual(rendered.stderr.strip(), "", page)
+            self.assertIn("SEE ALSO", rendered.stdout)
+
+        unit = configparser.ConfigParser(strict=False, interpolation=None)
+        unit.read("/usr/lib/systemd/user/handoffd.service")
+        self.assertTrue(unit["Service"]["ExecStart"].startswith("/usr/bin/handoffd "))
+        self.assertEqual(unit["Install"]["WantedBy"], "default.target")
+
+        ufw = configparser.ConfigParser()
+        ufw.read("/etc/ufw/applications.d/handoff")
+        opened = set()
+        for group in ufw["Handoff"]["ports"].split("|"):
+            numbers, protocol = group.split("/")
+            opened |= {(protocol, int(number)) for number in numbers.split(",")}
+        self.assertEqual(opened, PORTS)
+        firewalld = ElementTree.parse("/usr/lib/firewalld/services/handoff.xml").getroot()
+        self.assertEqual({(port.get("protocol"), int(port.get("port"))) for port in firewalld.iter("port")}, PORTS)
+
+        # The completions load in their shells and complete the real commands.
+        completed = run("bash", "-c", "source /usr/share/bash-completion/completions/handoff-peer && "
+                        "COMP_WORDS=(handoff-peer acc) COMP_CWORD=1 && _handoff_peer && echo \"${COMPREPLY[@]}\"").stdout.split()
+        self.assertEqual(completed, ["accept"])
+        if shutil.which("fish"):
+            completed = run("fish", "-c", "complete -C 'handoff-peer accept --'").stdout
+            self.assertIn("--app\t", completed)
+        if shutil.which("zsh"):
+            run("zsh", "-n", "/usr/share/zsh/vendor-completions/_handoff-peer")
+
+    def test_3_installed_programs_hand_off_between_two_lab_hosts(self):
+        if not installed("handoff"):
+            self.skipTest("not installed (test_2 failed)")
+        # Scripts/lab runs the programs from HANDOFF_BIN: the installed ones.
+        os.environ["HANDOFF_BIN"] = "/usr/bin"
+        try:
+            lab("down")
+            lab("up", "laptop-a", "laptop-b")
+            lab("start", "laptop-a", "--ble", "--announce-interval", "1")
+            # The activity has a web page no app here declares: `true` stands in for the browser.
+            lab("start", "laptop-b", "--ble", "--announce-interval", "1", "--browser", "true")
+            # The lab's daemons (their state is under the lab directory) are the installed program.
+            lab_dir = os.environ.get("HANDOFF_LAB_DIR", "/tmp/handoff-lab")
+            pids = [pid for pid in run("pgrep", "-x", "handoffd").stdout.split()
+                    if lab_dir + "/" in open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")]
+            self.assertEqual(len(pids), 2)
+            self.assertEqual({os.readlink(f"/proc/{pid}/exe") for pid in pids}, {"/usr/bin/handoffd"})
+
+            lab("pair-all", "laptop-a", "laptop-b")
+            receipt = json.loads(peer("laptop-a", "publish", "--type", "org.example.reader.document",
+                                      "--title", "Rust atomics, chapter 3", "--user-info", json.dumps(USER_INFO),
+                                      "--url", "https://example.org/rust-atomics/ch3",
+                                      "--content-id", "document:7c1e9a", "--json").stdout)
+            wait_until("laptop-b to list the offer", lambda: (offer := offer_of("laptop-b", "laptop-a"))
+                       and offer["sequence"] == receipt["sequence"], timeout=30)
+            activity = peer_json("laptop-b", "accept", "laptop-a")
+            self.assertEqual(
+                {key: activity.get(key) for key in ("type", "title", "userInfo", "webpageURL", "targetContentIdentifier")},
+                {"type": "org.example.reader.document", "title": "Rust atomics, chapter 3", "userInfo": USER_INFO,
+                 "webpageURL": "https://example.org/rust-atomics/ch3", "targetContentIdentifier": "document:7c1e9a"})
+            self.assertGreaterEqual(peer_json("laptop-a", "status")["transfers"]["served"], 1)
+        finally:
+            os.environ.pop("HANDOFF_BIN", None)
+            if not os.environ.get("HANDOFF_KEEP_LAB"):
+                lab("down", check=False)
+
+    def test_4_purge_leaves_the_file_system_as_it_was(self):
+        if not installed("handoff"):
+            self.skipTest("not installed (test_2 failed)")
+        run("apt-get", "purge", "-y", "handoff")
+        # Not even its conffiles are left ("config-files" state).
+        status = run("dpkg-query", "-W", "-f=${db:Status-Status}", "handoff", check=False)
+        self.assertTrue(status.returncode != 0 or status.stdout == "not-installed", status.stdout)
+        after = file_list()
+        added = sorted(f"{path} ({after[path]})" for path in after.keys() - self.before.keys())
+        removed = sorted(f"{path} ({self.before[path]})" for path in self.before.keys() - after.keys())
+        changed = sorted(path for path in after.keys() & self.before.keys() if after[path] != self.before[path])
+        self.assertEqual((added, removed, changed), ([], [], []), "purge left the file list different")
+
+
+if __name__ == "__main__":
+    unittest.main()
