@@ -17,7 +17,7 @@ import HandoffTransport
 /// thread through `post`: a locked inbox and an eventfd that wakes its poll.
 public final class NotificationAgent: @unchecked Sendable {
     // @unchecked Sendable: `book`, `bus`, `serverOwner` and `refreshAtMillis` are used on the
-    // bus thread only; other threads touch only `inbox`, `wakeFD` and `requests`.
+    // bus thread only (`signalSources` is set before it runs); other threads touch only `inbox`, `wakeFD` and `requests`.
     enum Message: Sendable {
         case offers([OfferNotice])
         case acceptFinished(peer: String, error: HandoffError?)
@@ -38,6 +38,7 @@ public final class NotificationAgent: @unchecked Sendable {
     private var bus: SessionBus?
     private var serverOwner: String?
     private var refreshAtMillis: UInt64?
+    private var signalSources: [any DispatchSourceSignal] = []
 
     public init(socketPath: String?, log: @escaping @Sendable (String) -> Void) throws(HandoffError) {
         self.socketPath = socketPath
@@ -52,6 +53,17 @@ public final class NotificationAgent: @unchecked Sendable {
 
     /// Asks `run` to close the notifications it shows and return. Callable from any thread.
     public func stop() { post(.stop) }
+
+    /// Stops on these signals (from a dispatch queue, not in a signal handler). Call before `run`.
+    public func stopOnSignals(_ numbers: [Int32]) {
+        for number in numbers {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [weak self] in self?.stop() }
+            source.resume()
+            signalSources.append(source)
+        }
+    }
 
     /// Runs until `stop`; the calling thread becomes the session bus's owner.
     public func run() throws(HandoffError) {

@@ -60,14 +60,7 @@ do throws(HandoffError) {
     printError("Error: \(error.message)\nFix: \(error.fix)")
     exit(1)
 }
-var signalSources: [DispatchSourceSignal] = []
-for number in [SIGTERM, SIGINT] {
-    signal(number, SIG_IGN)
-    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-    source.setEventHandler { agent.stop() }
-    source.resume()
-    signalSources.append(source)
-}
+agent.stopOnSignals([SIGTERM, SIGINT])
 do throws(HandoffError) {
     try agent.run()
 } catch {

@@ -85,7 +85,7 @@ class Notify(unittest.TestCase):
         wait_until("b's reader to declare", lambda: any(a["running"] for a in peer_json("laptop-b", "apps")))
         cls.reader_app = next(a["app"] for a in peer_json("laptop-b", "apps") if a["running"])
         cls.agent_log = os.path.join(cls.tmp, "agent.log")
-        cls.spawn("laptop-b", "agent", ["env", f"DBUS_SESSION_BUS_ADDRESS={cls.bus_address}",
+        cls.agent, cls.agent_pid = cls.spawn("laptop-b", "agent", ["env", f"DBUS_SESSION_BUS_ADDRESS={cls.bus_address}",
                                         f"XDG_CONFIG_HOME={cls.tmp}/config", "handoff-notify"], log=cls.agent_log)
         wait_until("the agent to follow b's handoffd", lambda: "following handoffd" in cls.read(cls.agent_log), timeout=15)
 
@@ -96,7 +96,7 @@ class Notify(unittest.TestCase):
         cls.display = f":{display}"
         cls.env = dict(os.environ, DISPLAY=cls.display, DBUS_SESSION_BUS_ADDRESS=cls.bus_address)
         cls.env.pop("WAYLAND_DISPLAY", None)
-        cls.background(["Xvfb", cls.display, "-screen", "0", "640x200x24", "-nolisten", "tcp"], "xvfb.log")
+        cls.background(["Xvfb", cls.display, "-screen", "0", "480x120x24", "-nolisten", "tcp"], "xvfb.log")
         wait_until("Xvfb", lambda: os.path.exists(f"/tmp/.X11-unix/X{display}"))
         cls.background(["dbus-daemon", "--session", "--nofork", f"--address={cls.bus_address}"], "dbus.log")
         wait_until("the session bus", lambda: os.path.exists(f"{cls.tmp}/bus"))
@@ -161,7 +161,7 @@ class Notify(unittest.TestCase):
         cls.popens.append(process)
         pid = wait_until(f"{name} to start", lambda: cls.read(pidfile).strip())
         cls.pids.append(int(pid))
-        return process
+        return process, int(pid)
 
     @classmethod
     def tearDownClass(cls):
@@ -361,9 +361,11 @@ class Notify(unittest.TestCase):
             latencies.append((shown[0] - arrived) * 1000)
         stop_pid(int(self.read(watch_pid)))
         median = statistics.median(latencies)
+        rss = next(line.split()[1] for line in self.read(f"/proc/{self.agent_pid}/status").splitlines() if line.startswith("VmRSS:"))
         with open(os.path.join(self.output, "latency.txt"), "w") as f:
             f.write(f"offer arriving on b (summaryReceived) to dunst displaying it, ms: {', '.join(f'{l:.1f}' for l in latencies)}\n"
-                    f"median {median:.1f} ms, max {max(latencies):.1f} ms\n")
+                    f"median {median:.1f} ms, max {max(latencies):.1f} ms\n"
+                    f"handoff-notify resident memory (debug build): {rss} kB\n")
         print(f"\noffer to notification: median {median:.1f} ms of 10 (max {max(latencies):.1f} ms)", file=sys.stderr)
         self.assertTrue(all(l > 0 for l in latencies), latencies)
         self.assertLess(median, 2000)
@@ -380,6 +382,22 @@ class Notify(unittest.TestCase):
                                 env=dict(self.env, XDG_CONFIG_HOME=os.path.join(self.tmp, "off")))
         self.assertEqual(result.returncode, 0)
         self.assertIn("notifications are off", result.stderr)
+
+    def test_8b_untrusting_the_device_withdraws_its_notification(self):
+        self.publish("Rust atomics, chapter 12")
+        self.shown_with("chapter 12")
+        peer("laptop-b", "untrust", peer_json("laptop-a", "id")["deviceId"])
+        wait_until("the notification to go", lambda: self.displayed() == 0)
+        lab("pair-all", "laptop-a", "laptop-b")
+        wait_until("b to list a again", lambda: offer_of("laptop-b", "laptop-a"), timeout=15)
+
+    def test_9_stopping_the_agent_withdraws_its_notifications(self):
+        self.publish("Rust atomics, chapter 11")
+        self.shown_with("chapter 11")
+        stop_pid(self.agent_pid)
+        # Nothing could answer its actions any more.
+        wait_until("the notification to go", lambda: self.displayed() == 0)
+        self.assertEqual(self.agent.wait(timeout=10), 0, self.read(self.agent_log))
 
 
 if __name__ == "__main__":
