@@ -325,7 +325,12 @@ public final class NotificationAgent: @unchecked Sendable {
                     }
                 case let .decline(offer):
                     do throws(HandoffError) {
-                        _ = try connected().request("decline", ["peer": .string(offer.peer)])
+                        // decline takes the device's current offer: one that replaced this one since
+                        // (and gets a notification of its own) is not declined unseen.
+                        let current = OfferNotice.offers(inList: try connected().list()).first { $0.peer == offer.peer }
+                        if current?.sequence == offer.sequence {
+                            _ = try connected().request("decline", ["peer": .string(offer.peer)])
+                        }
                     } catch {
                         if error.code == .daemonUnavailable { client = nil }
                         log("declining failed: \(error.code.rawValue)")
