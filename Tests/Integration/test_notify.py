@@ -391,6 +391,16 @@ class Notify(unittest.TestCase):
         lab("pair-all", "laptop-a", "laptop-b")
         wait_until("b to list a again", lambda: offer_of("laptop-b", "laptop-a"), timeout=15)
 
+    def test_8c_handoffd_stopping_withdraws_and_the_agent_waits_for_it(self):
+        self.publish("Rust atomics, chapter 13")
+        self.shown_with("chapter 13")
+        lab("stop", "laptop-b")
+        wait_until("the notification to go", lambda: self.displayed() == 0)
+        lab("start", "laptop-b", *ARGS)
+        wait_until("the agent to follow handoffd again", lambda: self.read(self.agent_log).count("following handoffd") == 2, timeout=15)
+        self.publish("Rust atomics, chapter 14")
+        self.shown_with("chapter 14", timeout=15)
+
     def test_9_stopping_the_agent_withdraws_its_notifications(self):
         self.publish("Rust atomics, chapter 11")
         self.shown_with("chapter 11")
