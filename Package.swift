@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "handoff-peer", targets: ["handoff-peer"]),
         .executable(name: "handoff-ble-check", targets: ["handoff-ble-check"]),
         .executable(name: "handoff-reader", targets: ["handoff-reader"]),
+        .executable(name: "handoff-notify", targets: ["handoff-notify"]),
         .library(name: "HandoffKit", targets: ["HandoffKit"]),
         // For the fuzz targets in Fuzz/, a separate package that depends on this one by path.
         .library(name: "HandoffCore", targets: ["HandoffCore"]),
@@ -58,9 +59,13 @@ let package = Package(
         // Client of the local API, used by apps and by handoff-peer.
         .target(name: "HandoffKit", dependencies: ["HandoffCore", "HandoffTransport"]),
         .executableTarget(name: "handoff-peer", dependencies: ["HandoffKit", "HandoffCore"]),
+        // The session agent: offers as desktop notifications (org.freedesktop.Notifications, sd-bus).
+        .target(name: "HandoffNotify", dependencies: ["CSystemd", "HandoffKit", "HandoffCore", "HandoffTransport"]),
+        .executableTarget(name: "handoff-notify", dependencies: ["HandoffNotify", "HandoffCore"]),
         // Example app using HandoffKit end to end (Examples/Reader).
         .executableTarget(name: "handoff-reader", dependencies: ["HandoffKit", "HandoffCore"], path: "Examples/Reader",
                           exclude: ["handoff-reader.desktop"]),
+        .testTarget(name: "HandoffNotifyTests", dependencies: ["HandoffNotify", "HandoffCore"]),
         .testTarget(name: "HandoffKitTests", dependencies: ["HandoffKit", "HandoffCore"]),
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "HandoffCrypto"], exclude: ["Vectors.md"]),
         .testTarget(name: "HandoffCryptoTests", dependencies: ["HandoffCrypto", "HandoffCore"]),

@@ -1,0 +1,394 @@
+import CSystemd
+import Foundation
+import Glibc
+import HandoffCore
+import HandoffKit
+import HandoffTransport
+
+/// The session agent: follows handoffd's events, shows each paired device's
+/// offer as a desktop notification (org.freedesktop.Notifications on the
+/// session bus) and turns Continue / Not now into `accept` / `decline`.
+///
+/// Threads: the caller of `run` owns the session-bus connection and the
+/// `NotificationBook` (sd-bus is not thread-safe; one owner, one poll loop).
+/// An events thread reads handoffd's event stream; a requests thread makes the
+/// short local-API calls (`list`, `decline`); each accept runs on a thread of
+/// its own, as it may wait for an app to start. They hand results to the bus
+/// thread through `post`: a locked inbox and an eventfd that wakes its poll.
+public final class NotificationAgent: @unchecked Sendable {
+    // @unchecked Sendable: `book`, `bus`, `serverOwner` and `refreshAtMillis` are used on the
+    // bus thread only (`signalSources` is set before it runs); other threads touch only `inbox`, `wakeFD` and `requests`.
+    enum Message: Sendable {
+        case offers([OfferNotice])
+        case acceptFinished(peer: String, error: HandoffError?)
+        case declineFinished(peer: String)
+        case stop
+    }
+
+    /// How often offers on screen are re-listed: one may end with no event
+    /// (it expires, or its device is no longer near).
+    static let refreshMillis: UInt64 = 5_000
+
+    private let socketPath: String?
+    private let log: @Sendable (String) -> Void
+    private let inbox = Locked<[Message]>([])
+    private let wakeFD: Int32
+    private let requests = RequestQueue()
+    private var book = NotificationBook()
+    private var bus: SessionBus?
+    private var serverOwner: String?
+    private var refreshAtMillis: UInt64?
+    private var signalSources: [any DispatchSourceSignal] = []
+
+    public init(socketPath: String?, log: @escaping @Sendable (String) -> Void) throws(HandoffError) {
+        self.socketPath = socketPath
+        self.log = log
+        wakeFD = handoff_eventfd()
+        guard wakeFD >= 0 else {
+            throw HandoffError(.internal, "Cannot create an eventfd: \(String(cString: strerror(errno))).", fix: "Check the process's descriptor limit.")
+        }
+    }
+
+    deinit { Glibc.close(wakeFD) }
+
+    /// Asks `run` to close the notifications it shows and return. Callable from any thread.
+    public func stop() { post(.stop) }
+
+    /// Stops on these signals (from a dispatch queue, not in a signal handler). Call before `run`.
+    public func stopOnSignals(_ numbers: [Int32]) {
+        for number in numbers {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [weak self] in self?.stop() }
+            source.resume()
+            signalSources.append(source)
+        }
+    }
+
+    /// Runs until `stop`; the calling thread becomes the session bus's owner.
+    public func run() throws(HandoffError) {
+        let bus: SessionBus
+        do {
+            bus = try SessionBus.openUser()
+            // No sender='org.freedesktop.Notifications': sd-bus compares a rule's sender with the
+            // message's locally, and that is the server's unique name. Checked in the handler.
+            try bus.addMatch("type='signal',interface='\(Notifications.interface)',path='\(Notifications.path)'") {
+                [unowned self] member, sender, values in
+                guard sender == serverOwner else { return }
+                serverSignal(member, values)
+            }
+            try bus.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Notifications.name)'") {
+                [unowned self] _, _, values in
+                guard values.count == 3, let owner = values[2].string else { return }
+                ownerChanged(owner.isEmpty ? nil : owner)
+            }
+        } catch {
+            throw HandoffError(.daemonUnavailable, "Cannot use the session bus: \(error).",
+                               fix: "Run handoff-notify in a desktop session (it finds the bus through DBUS_SESSION_BUS_ADDRESS or $XDG_RUNTIME_DIR/bus).")
+        }
+        self.bus = bus
+        // Asking for the capabilities starts a server that is D-Bus activated, as the first notification would.
+        book.capabilities = capabilities(bus)
+        serverOwner = nameOwner(bus)
+        log("notification server \(serverOwner ?? "not running yet"): actions \(book.capabilities.actions ? "yes" : "no"), body markup \(book.capabilities.bodyMarkup ? "yes" : "no")")
+        startEventsThread()
+        startRequestsThread()
+        loop(bus)
+        // Nothing can answer these once the agent is gone.
+        for id in book.shownIDs { close(id) }
+        self.bus = nil // flushes the CloseNotification calls and closes the connection
+        requests.add(.stop)
+    }
+
+    // MARK: - The bus thread
+
+    private func loop(_ bus: SessionBus) {
+        while true {
+            do {
+                while try bus.process() {}
+            } catch {
+                log("the session bus failed (\(error)); stopping")
+                return
+            }
+            let messages = inbox.withLock { inbox in
+                defer { inbox.removeAll() }
+                return inbox
+            }
+            for message in messages {
+                if case .stop = message { return }
+                handle(message)
+            }
+            if let at = refreshAtMillis, monotonicMillis() >= at {
+                refreshAtMillis = nil
+                requests.add(.refresh)
+            }
+            var timeout = bus.timeoutMillis ?? -1
+            if let at = refreshAtMillis {
+                let left = Int(at - min(at, monotonicMillis()))
+                timeout = timeout < 0 ? left : min(timeout, left)
+            }
+            var fds = [pollfd(fd: bus.fileDescriptor, events: bus.events, revents: 0),
+                       pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+            if poll(&fds, 2, Int32(timeout)) < 0, errno != EINTR {
+                log("poll failed: \(String(cString: strerror(errno))); stopping")
+                return
+            }
+            var count: UInt64 = 0
+            if fds[1].revents != 0 { _ = read(wakeFD, &count, 8) }
+        }
+    }
+
+    private func handle(_ message: Message) {
+        switch message {
+        case let .offers(offers):
+            execute(book.update(offers: offers))
+            if book.showsOffers {
+                let expiry = book.soonestExpiryMillis.map { UInt64(max(0, $0)) + 250 } ?? Self.refreshMillis
+                refreshAtMillis = monotonicMillis() + min(Self.refreshMillis, expiry)
+            } else {
+                refreshAtMillis = nil
+            }
+        case let .acceptFinished(peer, error):
+            if let error { log("continuing failed: \(error.code.rawValue)") }
+            execute(book.acceptFinished(peer: peer, error: error))
+        case let .declineFinished(peer):
+            execute(book.declineFinished(peer: peer))
+        case .stop:
+            break
+        }
+    }
+
+    private func serverSignal(_ member: String, _ values: [BusValue]) {
+        guard values.count >= 2, let id = values[0].uint32 else { return }
+        switch member {
+        case "ActionInvoked":
+            guard let key = values[1].string else { return }
+            execute(book.actionInvoked(id: id, key: key))
+        case "NotificationClosed":
+            book.closed(id: id)
+        default:
+            break
+        }
+    }
+
+    private func ownerChanged(_ owner: String?) {
+        let previous = serverOwner
+        serverOwner = owner
+        guard let owner, owner != previous, let bus else { return }
+        // A new server knows none of the ids: show what is offered again, as it can.
+        log("notification server is now \(owner)")
+        execute(book.serverChanged(capabilities(bus)))
+    }
+
+    private func execute(_ commands: [NotificationBook.Command]) {
+        for command in commands {
+            switch command {
+            case let .notify(peer, notice, replaces): notify(peer: peer, notice: notice, replaces: replaces)
+            case let .close(id): close(id)
+            case let .accept(offer): accept(offer)
+            case let .decline(offer): requests.add(.decline(offer))
+            }
+        }
+    }
+
+    private func notify(peer: String, notice: Notice, replaces: UInt32) {
+        guard let bus else { return }
+        do throws(BusError) {
+            let call = try bus.methodCall("Notify") { (body: inout MessageWriter) throws(BusError) in
+                try body.string(Notice.appName)
+                try body.uint32(replaces)
+                try body.string("") // no icon: the summary names the device
+                try body.string(notice.summary)
+                try body.string(notice.body)
+                try body.strings(notice.actions)
+                try body.container("a", "{sv}") { (hints: inout MessageWriter) throws(BusError) in
+                    try hints.container("e", "sv") { (entry: inout MessageWriter) throws(BusError) in
+                        try entry.string("urgency")
+                        try entry.container("v", "y") { (value: inout MessageWriter) throws(BusError) in try value.byte(1) }
+                    }
+                }
+                try body.int32(-1) // the server's own timeout
+            }
+            try bus.callAsync(call) { [unowned self] result in
+                switch result {
+                case let .success(values):
+                    if let id = values.first?.uint32 {
+                        execute(book.notified(peer: peer, id: id))
+                    } else {
+                        book.notifyFailed(peer: peer)
+                    }
+                case let .failure(error):
+                    log("the notification server refused a notification: \(error)")
+                    book.notifyFailed(peer: peer)
+                }
+            }
+        } catch {
+            log("cannot send a notification: \(error)")
+            book.notifyFailed(peer: peer)
+        }
+    }
+
+    private func close(_ id: UInt32) {
+        guard let bus else { return }
+        do throws(BusError) {
+            let call = try bus.methodCall("CloseNotification") { (body: inout MessageWriter) throws(BusError) in try body.uint32(id) }
+            // Closing one the server already closed (after its action, or dismissed) is an error reply; nothing to do then.
+            try bus.callAsync(call) { _ in }
+        } catch {
+            log("cannot close a notification: \(error)")
+        }
+    }
+
+    private func capabilities(_ bus: SessionBus) -> ServerCapabilities {
+        do throws(BusError) {
+            let values = try bus.callBlocking(try bus.methodCall("GetCapabilities"), timeoutMillis: 5_000)
+            return ServerCapabilities(values.first?.strings ?? [])
+        } catch {
+            // No server yet: assume the common case; a server that appears later is asked again.
+            log("cannot ask the notification server for its capabilities: \(error)")
+            return ServerCapabilities(actions: true, bodyMarkup: false)
+        }
+    }
+
+    private func nameOwner(_ bus: SessionBus) -> String? {
+        do throws(BusError) {
+            let call = try bus.methodCall("GetNameOwner", destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                          interface: "org.freedesktop.DBus") { (body: inout MessageWriter) throws(BusError) in
+                try body.string(Notifications.name)
+            }
+            return try bus.callBlocking(call, timeoutMillis: 5_000).first?.string
+        } catch {
+            return nil
+        }
+    }
+
+    // MARK: - Other threads
+
+    private func post(_ message: Message) {
+        inbox.withLock { $0.append(message) }
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    /// Events that can change what `list` shows.
+    static let relevantEvents: Set<String> = ["peerAppeared", "peerLeft", "summaryReceived", "summaryWithdrawn", "declined",
+                                              "near", "enabled", "disabled"]
+
+    private func startEventsThread() {
+        let thread = Thread { [self] in
+            var waiting = false
+            while true {
+                let client: HandoffClient
+                do throws(HandoffError) {
+                    client = try HandoffClient(socketPath: socketPath)
+                    try client.subscribe()
+                } catch {
+                    // Started with the session, maybe before handoffd: wait for it.
+                    if !waiting { log("waiting for handoffd: \(error.message)") }
+                    waiting = true
+                    Thread.sleep(forTimeInterval: 2)
+                    continue
+                }
+                log("following handoffd at \(client.socketPath)")
+                waiting = false
+                requests.add(.refresh)
+                while let event = try? client.nextEvent() {
+                    if let name = event["event"]?.stringValue, Self.relevantEvents.contains(name) { requests.add(.refresh) }
+                }
+                log("handoffd went away; waiting for it to come back")
+                requests.add(.refresh) // fails, so nothing is offered: every notification is withdrawn
+            }
+        }
+        thread.name = "handoffd-events"
+        thread.start()
+    }
+
+    private func startRequestsThread() {
+        let thread = Thread { [self] in
+            var client: HandoffClient?
+            func connected() throws(HandoffError) -> HandoffClient {
+                if let client { return client }
+                let fresh = try HandoffClient(socketPath: socketPath)
+                client = fresh
+                return fresh
+            }
+            while true {
+                switch requests.take() {
+                case .stop:
+                    return
+                case .refresh:
+                    do throws(HandoffError) {
+                        post(.offers(OfferNotice.offers(inList: try connected().list())))
+                    } catch {
+                        client = nil
+                        post(.offers([]))
+                    }
+                case let .decline(offer):
+                    do throws(HandoffError) {
+                        // decline takes the device's current offer: one that replaced this one since
+                        // (and gets a notification of its own) is not declined unseen.
+                        let current = OfferNotice.offers(inList: try connected().list()).first { $0.peer == offer.peer }
+                        if current?.sequence == offer.sequence {
+                            _ = try connected().request("decline", ["peer": .string(offer.peer)])
+                        }
+                    } catch {
+                        if error.code == .daemonUnavailable { client = nil }
+                        log("declining failed: \(error.code.rawValue)")
+                    }
+                    post(.declineFinished(peer: offer.peer))
+                }
+            }
+        }
+        thread.name = "handoffd-requests"
+        thread.start()
+    }
+
+    /// The same request as `handoff-peer accept` (with `--app` when an app is to continue it:
+    /// never a silent fallback to the terminal, which nobody watches here).
+    private func accept(_ offer: OfferNotice) {
+        let thread = Thread { [self] in
+            var failure: HandoffError?
+            do throws(HandoffError) {
+                let client = try HandoffClient(socketPath: socketPath)
+                _ = try client.request("accept", ["peer": .string(offer.peer), "requireApp": .bool(offer.deliverTo != "browser")])
+            } catch {
+                failure = error
+            }
+            post(.acceptFinished(peer: offer.peer, error: failure))
+        }
+        thread.name = "handoffd-accept"
+        thread.start()
+    }
+
+    private func monotonicMillis() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
+    }
+}
+
+/// Work for the requests thread, in order; repeated refreshes wait as one.
+final class RequestQueue: Sendable {
+    enum Job: Sendable, Equatable {
+        case refresh
+        case decline(OfferNotice)
+        case stop
+    }
+
+    private let jobs = Locked<[Job]>([])
+    private let ready = DispatchSemaphore(value: 0)
+
+    func add(_ job: Job) {
+        let added = jobs.withLock { jobs in
+            if job == .refresh, jobs.contains(.refresh) { return false }
+            jobs.append(job)
+            return true
+        }
+        if added { ready.signal() }
+    }
+
+    func take() -> Job {
+        ready.wait()
+        return jobs.withLock { $0.removeFirst() }
+    }
+}
