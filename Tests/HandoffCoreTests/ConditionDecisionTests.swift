@@ -76,7 +76,7 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
         $0.peer?.portProbe = .open
         $0.peer?.handshake = .trusted
     }, .announcementsBlocked),
-    ("incoming multicast dropped, unicast works", with(healthy()) { $0.peer?.announcementsByPath = ["multicast": now - minute, "unicast": now - 100] }, .multicastFiltered),
+    ("incoming multicast dropped, unicast works", with(healthy()) { $0.peer?.announcementsByPath = ["unicast": now - 100] }, .multicastFiltered),
     ("transfer port dropped", with(healthy(.doctor)) { $0.peer?.portProbe = .dropped(host: "169.254.10.1") }, .transferPortDropped),
     ("transfer port refused", with(healthy(.doctor)) { $0.peer?.portProbe = .refused(host: "169.254.10.1") }, .transferPortRefused),
     ("out of range (silent, reachable)", with(silent()) { $0.peer?.portProbe = .open; $0.peer?.handshake = .trusted }, .outOfRange),
@@ -93,6 +93,8 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
 @Suite struct ConditionDecisionTests {
     @Test func aHealthyPairHasNoVerdict() {
         #expect(ConditionDecision.decide(healthy()) == nil)
+        // At rest only unicast keepalives arrive; the first contact came by multicast long ago.
+        #expect(ConditionDecision.decide(with(healthy()) { $0.peer?.announcementsByPath = ["multicast": now - 20 * minute, "unicast": now - 100] }) == nil)
         #expect(ConditionDecision.decide(healthy(.doctor)) == nil)
         let lines = ConditionDecision.lines(healthy(.doctor), verdict: nil)
         #expect(lines.map(\.code) == [.trust, .bluetooth, .network, .enabled, .proximity, .app])
