@@ -5,9 +5,9 @@
 ///
 /// - A change (publish, resign, invalidate, enable/disable, re-sign) goes to
 ///   every present device at once, then only a keepalive every `keepaliveMillis`.
-/// - First contact (start, a new or changed network address, a new pairing,
-///   the 15-minute period turning for devices not heard) goes by multicast and
-///   asks each recipient to answer.
+/// - First contact (start, a new or changed network address, a new pairing)
+///   goes by multicast and asks each recipient to answer; when the 15-minute
+///   period turns, every device gets that round's copy by multicast.
 /// - A device that appears, or asks, is answered with the current state at once.
 /// - A device neither heard nor seen gets nothing; one seen by mDNS or by its
 ///   beacon but not heard gets a probe at most once per keepalive interval.
@@ -71,6 +71,8 @@ public struct AnnounceSchedule: Sendable {
     private var changePending = false
     /// nil: no first contact pending; false: to devices not present; true: to every eligible device.
     private var firstContactPending: Bool?
+    /// The period turned: one multicast copy to every eligible device (see `periodTurned`).
+    private var refreshPending = false
     /// Devices to answer, with the route the question came by (nil: the device's own route).
     private var answers: [DeviceKey: Route?] = [:]
     /// When each device seen but not heard was last probed.
@@ -88,6 +90,12 @@ public struct AnnounceSchedule: Sendable {
     /// address change), or only to those not present (new pairing, period turn).
     public mutating func firstContact(all: Bool) { firstContactPending = (firstContactPending ?? false) || all }
 
+    /// The 15-minute period turned: every eligible device gets one copy by multicast
+    /// instead of its usual route, asking for an answer only if it is not present. A device
+    /// not heard may be back on a path that healed; one heard learns multicast still
+    /// reaches it (how `doctor` tells a network that filters multicast).
+    public mutating func periodTurned() { refreshPending = true }
+
     /// `key` appeared or asked for our state: it gets it at once, by `route` if given.
     public mutating func answer(_ key: DeviceKey, by route: Route? = nil) {
         if let already = answers[key], already == .multicast { return }
@@ -95,7 +103,7 @@ public struct AnnounceSchedule: Sendable {
     }
 
     /// Whether anything waits for the spacing to pass.
-    public var hasPending: Bool { changePending || firstContactPending != nil || !answers.isEmpty }
+    public var hasPending: Bool { changePending || refreshPending || firstContactPending != nil || !answers.isEmpty }
 
     /// The round to send now, or nil (nothing due, or the spacing has not passed;
     /// `nextDeadline` says when to ask again). Clears what it sends.
@@ -114,7 +122,10 @@ public struct AnnounceSchedule: Sendable {
         if let all = firstContactPending {
             for device in devices where all || !device.present { add(device, .multicast, answerMe: true) }
         }
-        if changePending || keepaliveDue || firstContactPending != nil {
+        if refreshPending {
+            for device in devices { add(device, .multicast, answerMe: !device.present) }
+        }
+        if changePending || keepaliveDue || refreshPending || firstContactPending != nil {
             for device in devices where device.present { add(device, device.route, answerMe: false) }
             lastRoundMillis = now
         }
@@ -130,6 +141,7 @@ public struct AnnounceSchedule: Sendable {
         let probing = Set(devices.filter { $0.seen && !$0.present }.map(\.key))
         probed = probed.filter { probing.contains($0.key) }
         changePending = false
+        refreshPending = false
         firstContactPending = nil
         answers.removeAll()
         lastSentMillis = now

@@ -265,8 +265,8 @@ public actor Daemon {
         let epoch = ServiceRecord.epoch(wallClockMillis: now)
         if epoch != contactEpoch {
             contactEpoch = epoch
-            // Devices not heard for a whole period may be back without our noticing (a filtered path healed).
-            schedule.firstContact(all: false)
+            // A path that healed unnoticed, and proof that multicast still works (AnnounceSchedule.periodTurned).
+            schedule.periodTurned()
         }
         rotateServiceRecord()
         rotateBeacon()

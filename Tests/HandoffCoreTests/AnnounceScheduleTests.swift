@@ -74,7 +74,17 @@ import Testing
         #expect(s.nextDeadline(nowMillis: 2_000, devices: devices) == keepalive)
     }
 
-    @Test func aNewPairingOrThePeriodTurningReachesOnlyDevicesNotHeard() {
+    @Test func thePeriodTurningSendsEachDeviceItsCopyByMulticast() {
+        var s = schedule()
+        _ = s.take(nowMillis: 0, devices: [known(a)])
+        s.periodTurned()
+        let round = s.take(nowMillis: 1_000, devices: [known(a), .init(key: b, present: false)])
+        #expect(round == [.init(key: a, route: .multicast, answerMe: false), .init(key: b, route: .multicast, answerMe: true)])
+        // It counts as the round: the next keepalive is a full interval later.
+        #expect(s.nextDeadline(nowMillis: 1_000, devices: [known(a)]) == 1_000 + keepalive)
+    }
+
+    @Test func aNewPairingReachesOnlyDevicesNotHeardByMulticast() {
         var s = schedule()
         s.firstContact(all: false)
         let round = s.take(nowMillis: 0, devices: [known(a), .init(key: b, present: false)])

@@ -95,6 +95,8 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
         #expect(ConditionDecision.decide(healthy()) == nil)
         // At rest only unicast keepalives arrive; the first contact came by multicast long ago.
         #expect(ConditionDecision.decide(with(healthy()) { $0.peer?.announcementsByPath = ["multicast": now - 20 * minute, "unicast": now - 100] }) == nil)
+        // ... but none for two periods and more: multicast stopped reaching this host.
+        #expect(ConditionDecision.decide(with(healthy()) { $0.peer?.announcementsByPath = ["multicast": now - 31 * minute, "unicast": now - 100] })?.cause == .multicastFiltered)
         #expect(ConditionDecision.decide(healthy(.doctor)) == nil)
         let lines = ConditionDecision.lines(healthy(.doctor), verdict: nil)
         #expect(lines.map(\.code) == [.trust, .bluetooth, .network, .enabled, .proximity, .app])
