@@ -74,6 +74,8 @@ public struct ConditionEvidence: Sendable, Equatable {
         public var beacon: Beacon?
         /// A trusted mDNS record of it is seen now.
         public var mdnsSeen = false
+        /// Listed without a break since then (nil: not listed now).
+        public var listedSinceMillis: UInt64?
         public var transferPort: UInt16 = 47181
         public var portProbe: PortProbe?
         public var handshake: HandshakeProbe?
@@ -275,12 +277,13 @@ public enum ConditionDecision {
             if let offerVerdict = decideOffer(p, e) { return offerVerdict }
             if e.purpose == .accept(requireApp: true), let appVerdict = decideApp(p, e) { return appVerdict }
             // Two warnings: the degraded network first; the terminal fallback is by design.
-            // Multicast carries first contact and one copy per 15-minute period (Docs/PROTOCOL.md):
-            // a peer heard by unicast, and by multicast neither since it appeared nor within two
-            // periods (one copy may be lost), has its multicast filtered.
+            // At rest announcements come by unicast; multicast carries first contact and one copy
+            // each 15-minute period (Docs/PROTOCOL.md). A peer listed for two periods (one copy
+            // may be lost) from which no multicast came in that time has its multicast filtered.
             let window = 2 * ServiceRecord.rotationSeconds * 1000 + p.ttlMillis
             let multicastRecent = p.announcementsByPath["multicast"].map { $0 + window > now } ?? false
-            if e.workingPaths.contains("multicast"), !multicastRecent, p.announcementsByPath["unicast"] != nil {
+            let listedLongEnough = p.listedSinceMillis.map { $0 + window <= now } ?? false
+            if e.workingPaths.contains("multicast"), listedLongEnough, !multicastRecent, p.announcementsByPath["unicast"] != nil {
                 return verdict(.multicastFiltered, "Announcements from \(name) arrive by unicast (found by mDNS) but not by multicast: the network filters multicast (access-point client isolation or IGMP snooping) or a firewall drops 47180/udp.",
                                "Handoff works through mDNS; to restore multicast, turn off client isolation on the access point or open 47180/udp ('sudo ufw allow 47180/udp').")
             }
