@@ -29,10 +29,9 @@ public actor Daemon {
     var replayStateSavedMillis: UInt64 = 0
     /// Which paired devices get the next sealed announcement, and when (AnnounceSchedule).
     var schedule: AnnounceSchedule
-    /// The one timer: when it fires next (monotonic ms; .max: not armed), and which arming is current.
+    /// The one timer and when it fires next (monotonic ms; .max: not armed).
+    var timer: WakeTimer?
     var wakeAtMillis: UInt64 = .max
-    var wakeGeneration = 0
-    var wakeTask: Task<Void, Never>?
     /// The rotation period of the last first-contact check; a new one reaches devices not heard.
     var contactEpoch: UInt64?
     var lastPairingBeaconMillis: UInt64?
@@ -142,6 +141,11 @@ public actor Daemon {
                                fix: "Stop the program using the port or pass another with --port.")
         }
         try startLocalAPI()
+        do {
+            timer = try WakeTimer(name: "timer") { [self] in Task { await self.wake() } }
+        } catch {
+            throw HandoffError(.internal, "Cannot create the daemon's timer: \(error).", fix: "Check the process's descriptor limit (ulimit -n).")
+        }
         try startDiscovery()
         multicast?.refreshInterfaces()
         contactEpoch = ServiceRecord.epoch(wallClockMillis: wallClockMillis())
@@ -180,8 +184,7 @@ public actor Daemon {
     /// written by `finish(subscribers:)`, off the actor, within a bound.
     public func shutdown() -> ShutdownHandle {
         log.info("stopping")
-        wakeGeneration += 1
-        wakeTask?.cancel()
+        timer?.stop()
         sayGoodbye()
         saveReplayState()
         failActiveAccepts()
@@ -205,10 +208,8 @@ public actor Daemon {
     }
 
     /// The timer fired: housekeeping, then whatever announcement is due; it re-arms itself.
-    func wake(_ generation: Int) {
-        guard generation == wakeGeneration else { return }
+    func wake() {
         wakeAtMillis = .max
-        wakeTask = nil
         housekeeping()
         flushAnnouncements()
     }
@@ -218,16 +219,9 @@ public actor Daemon {
     func armWake(devices: [AnnounceSchedule.Device]) {
         let delay = nextWakeDelay(devices: devices)
         let target = monotonicMillis() &+ delay
-        guard target < wakeAtMillis else { return }
-        wakeTask?.cancel()
+        guard target < wakeAtMillis, let timer else { return }
         wakeAtMillis = target
-        wakeGeneration += 1
-        let generation = wakeGeneration
-        wakeTask = Task {
-            if delay > 0 { try? await Task.sleep(for: .milliseconds(delay)) }
-            guard !Task.isCancelled else { return }
-            await self.wake(generation)
-        }
+        timer.arm(afterMillis: delay)
     }
 
     /// Milliseconds until the earliest of: the next announcement (AnnounceSchedule), a
