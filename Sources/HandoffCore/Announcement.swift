@@ -53,6 +53,12 @@ public struct Announcement: Equatable, Sendable {
         public static let offerResigned = SenderState(rawValue: 0x10)
         /// ... or invalidated (that activity has ended). Neither: it expired, or there was none.
         public static let offerInvalidated = SenderState(rawValue: 0x20)
+        /// The sender takes announcements by unicast on its transfer port (UDP): once
+        /// its address is known, send it no multicast copies.
+        public static let acceptsUnicast = SenderState(rawValue: 0x40)
+        /// The sender does not list the recipient now (it just started, its address
+        /// changed, or it has not heard it): answer with the current state at once.
+        public static let answerMe = SenderState(rawValue: 0x80)
     }
 
     public static let magic: [UInt8] = Array("HNDF".utf8)

@@ -74,6 +74,8 @@ public struct ConditionEvidence: Sendable, Equatable {
         public var beacon: Beacon?
         /// A trusted mDNS record of it is seen now.
         public var mdnsSeen = false
+        /// Listed without a break since then (nil: not listed now).
+        public var listedSinceMillis: UInt64?
         public var transferPort: UInt16 = 47181
         public var portProbe: PortProbe?
         public var handshake: HandshakeProbe?
@@ -275,8 +277,13 @@ public enum ConditionDecision {
             if let offerVerdict = decideOffer(p, e) { return offerVerdict }
             if e.purpose == .accept(requireApp: true), let appVerdict = decideApp(p, e) { return appVerdict }
             // Two warnings: the degraded network first; the terminal fallback is by design.
-            let paths = p.announcementsByPath.filter { $0.value + p.ttlMillis > now }.keys
-            if e.workingPaths.contains("multicast"), !paths.contains("multicast"), paths.contains("unicast") {
+            // At rest announcements come by unicast; multicast carries first contact and one copy
+            // each 15-minute period (Docs/PROTOCOL.md). A peer listed for two periods (one copy
+            // may be lost) from which no multicast came in that time has its multicast filtered.
+            let window = 2 * ServiceRecord.rotationSeconds * 1000 + p.ttlMillis
+            let multicastRecent = p.announcementsByPath["multicast"].map { $0 + window > now } ?? false
+            let listedLongEnough = p.listedSinceMillis.map { $0 + window <= now } ?? false
+            if e.workingPaths.contains("multicast"), listedLongEnough, !multicastRecent, p.announcementsByPath["unicast"] != nil {
                 return verdict(.multicastFiltered, "Announcements from \(name) arrive by unicast (found by mDNS) but not by multicast: the network filters multicast (access-point client isolation or IGMP snooping) or a firewall drops 47180/udp.",
                                "Handoff works through mDNS; to restore multicast, turn off client isolation on the access point or open 47180/udp ('sudo ufw allow 47180/udp').")
             }

@@ -34,7 +34,13 @@ public struct PeerHistory: Sendable {
     /// A present announcement from `peer` was taken into the peer table.
     public mutating func heard(_ peer: Peer, nowMillis: UInt64) {
         var entry = entries[peer.key] ?? Entry()
-        entry.announcementsByPath = peer.lastSeenByPath
+        // Kept across the peer's absences (multicast now carries only first contact and one copy
+        // a period, so a return by unicast must not forget it); a goodbye starts afresh.
+        if let goodbye = entry.goodbyeMillis, goodbye >= entry.announcementsByPath.values.max() ?? 0 {
+            entry.announcementsByPath = peer.lastSeenByPath
+        } else {
+            entry.announcementsByPath.merge(peer.lastSeenByPath, uniquingKeysWith: max)
+        }
         entry.ttlMillis = peer.ttlMillis
         entry.state = peer.senderState
         entry.hosts = peer.hosts

@@ -39,6 +39,8 @@ public struct Peer: Sendable {
     public var lastSeenMillis: UInt64
     /// When an announcement last arrived by each path ("multicast", "unicast").
     public var lastSeenByPath: [String: UInt64] = [:]
+    /// When it was first heard since it last appeared (it has been listed ever since).
+    public var appearedMillis: UInt64 = 0
     public var ttlMillis: UInt64
     public var announceSequence: UInt64
     /// The last accepted datagram, to tell the same announcement arriving over
@@ -191,7 +193,10 @@ public struct PeerTable: Sendable {
                                       transferPort: announcement.transferPort, lastSeenMillis: nowMillis,
                                       ttlMillis: ttlMillis, announceSequence: 0, lastDatagram: [], offer: nil,
                                       declinedSequence: nil)
-        if peers[key] == nil { events.append(.appeared(key)) }
+        if peers[key] == nil {
+            events.append(.appeared(key))
+            peer.appearedMillis = nowMillis
+        }
         peer.name = announcement.name
         peer.hosts = [host] + peer.hosts.filter { $0 != host }.prefix(Self.maximumHostsPerPeer - 1)
         peer.transferPort = announcement.transferPort

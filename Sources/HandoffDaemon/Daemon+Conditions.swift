@@ -69,9 +69,11 @@ extension Daemon {
         let peer = peers.peers[key]
         let past = history.entries[key]
         var p = ConditionEvidence.Peer(name: peer?.name ?? (entry.name.isEmpty ? Ed25519.deviceID(of: key).description : entry.name))
-        p.announcementsByPath = peer?.lastSeenByPath ?? past?.announcementsByPath ?? [:]
+        // History holds every path since the last goodbye, across absences; the live entry the latest.
+        p.announcementsByPath = (past?.announcementsByPath ?? [:]).merging(peer?.lastSeenByPath ?? [:], uniquingKeysWith: max)
         p.ttlMillis = peer?.ttlMillis ?? past?.ttlMillis ?? UInt64(configuration.peerTTLSeconds) * 1000
         p.state = peer?.senderState ?? past?.state
+        p.listedSinceMillis = peer?.appearedMillis
         p.goodbyeMillis = past?.goodbyeMillis
         if let reading = proximity.readings[key] {
             p.beacon = .init(lastHeardMillis: reading.lastHeardMillis, smoothedRSSI: reading.smoothedRSSI)

@@ -44,6 +44,8 @@ extension Daemon {
 
     func observe(_ batch: [DiscoveryObservation]) {
         for observation in batch { observe(observation) }
+        // Answers to devices that appeared or asked, probes of devices just seen; then the timer.
+        flushAnnouncements()
     }
 
     func observe(_ observation: DiscoveryObservation) {
@@ -64,13 +66,13 @@ extension Daemon {
             known.append(sighting)
             sightings[sighting.instance] = Array(known.suffix(Self.maximumAddressesPerSighting))
             log.debug("mdns: \(sighting.instance) at \(sighting.host) port \(sighting.port)")
-            refreshUnicastTargets(announceToNew: true)
+            recognisedCache = nil
         case let .serviceLost(instance):
             sightings.removeValue(forKey: instance)
-            refreshUnicastTargets(announceToNew: false)
+            recognisedCache = nil
         case .servicesReset:
             sightings.removeAll()
-            refreshUnicastTargets(announceToNew: false)
+            recognisedCache = nil
         case let .beacon(token, _, rssi):
             heardBeacon(token: token, rssi: rssi, nowMillis: now)
         }
@@ -88,13 +90,20 @@ extension Daemon {
                 return peers.recordDrop(\.undecryptable)
             }
             // The inner announcement must come from the key the seal belongs to.
-            guard (try? ReceivedAnnouncement(decoding: inner))?.announcement.senderKey == sender else {
+            guard let received = try? ReceivedAnnouncement(decoding: inner), received.announcement.senderKey == sender else {
                 return peers.recordDrop(\.badSignature)
             }
+            let before = peers.peers[sender]?.announceSequence
             let events = peers.receive(datagram: inner, fromHost: host, path: path.rawValue, nowMillis: now,
                                        verifier: verifier, isTrusted: trust.contains)
             remember(announcementFrom: sender, events: events, nowMillis: now)
             emit(events)
+            // Accepted (not a copy over the other family, not a replay), and it just
+            // appeared or asks: it gets our current state at once, the way it came.
+            if let peer = peers.peers[sender], peer.announceSequence != before,
+               events.contains(.appeared(sender)) || received.announcement.state.contains(.answerMe) {
+                schedule.answer(sender, by: path == .multicast ? .multicast : nil)
+            }
         case Announcement.version:
             guard let received = try? ReceivedAnnouncement(decoding: bytes) else { return peers.recordDrop(\.malformed) }
             guard received.announcement.kind == .pairing else { return peers.recordDrop(\.unsealed) }
@@ -146,20 +155,23 @@ extension Daemon {
         trust.entries.values.compactMap { entry in entry.material.map { (entry.key, $0.discoverySecret) } }
     }
 
-    /// Called after pairing or untrusting: new keys, new hints, new targets, and peers told at once.
+    /// Called after pairing or untrusting: new keys and hints; a new device gets a first contact at once.
     func trustChanged() {
         pairSecretsCache = nil
+        recognisedCache = nil
         refreshHints(nowMillis: wallClockMillis(), force: true)
         refreshBeaconTable(nowMillis: wallClockMillis(), force: true)
         for key in proximity.readings.keys where !trust.contains(key) { proximity.forget(key) }
-        refreshUnicastTargets(announceToNew: false)
+        schedule.firstContact(all: false)
         announce()
     }
 
-    /// Which trusted device published each sighting, by its rotating token.
+    /// Which trusted device published each sighting, by its rotating token (matched
+    /// once per change of sightings, trust or period).
     func recognisedSightings(nowMillis: UInt64) -> [(key: DeviceKey, sighting: ServiceSighting)] {
         let epoch = ServiceRecord.epoch(wallClockMillis: nowMillis)
-        var found: [(DeviceKey, ServiceSighting)] = []
+        if let cached = recognisedCache, cached.epoch == epoch { return cached.found }
+        var found: [(key: DeviceKey, sighting: ServiceSighting)] = []
         for list in sightings.values {
             for sighting in list {
                 guard let record = try? ServiceRecord(txt: sighting.txt), record.capabilities.contains("udp"),
@@ -167,16 +179,8 @@ extension Daemon {
                 found.append((key, sighting))
             }
         }
+        recognisedCache = (epoch, found)
         return found
-    }
-
-    /// Points unicast announcements at every trusted device mDNS has found;
-    /// a device found just now gets our announcement at once.
-    func refreshUnicastTargets(announceToNew: Bool) {
-        guard let unicast else { return }
-        let targets = recognisedSightings(nowMillis: wallClockMillis()).map { ($0.key, $0.sighting.host, $0.sighting.port) }
-        unicast.setTargets(targets)
-        if announceToNew && !targets.isEmpty { announce() }
     }
 
     /// Publishes the service record for the current rotation period; a new period brings a new token and name.

@@ -27,8 +27,16 @@ public actor Daemon {
     /// What of the replay protection is on disk (ReplayState), to save only what changed.
     var replayState = ReplayState()
     var replayStateSavedMillis: UInt64 = 0
-    var lastAnnounceMonotonicMillis: UInt64 = 0
-    var announcePending = false
+    /// Which paired devices get the next sealed announcement, and when (AnnounceSchedule).
+    var schedule: AnnounceSchedule
+    /// The one timer and when it fires next (monotonic ms; .max: not armed).
+    var timer: WakeTimer?
+    var wakeAtMillis: UInt64 = .max
+    /// The rotation period of the last first-contact check; a new one reaches devices not heard.
+    var contactEpoch: UInt64?
+    var lastPairingBeaconMillis: UInt64?
+    /// mDNS sightings matched to paired devices, for the period they were matched in.
+    var recognisedCache: (epoch: UInt64, found: [(key: DeviceKey, sighting: ServiceSighting)])?
     var subscribers: [Int: EventSink] = [:]
     var nextSubscriberID = 0
     var nextAcceptID = 0
@@ -93,6 +101,8 @@ public actor Daemon {
         settings = try Settings.load(from: stateDirectory)
         peers = PeerTable(ownKey: identity.publicKey, fingerprint: Ed25519.deviceID(of:))
         proximity = ProximityTracker(settings: configuration.proximity)
+        schedule = AnnounceSchedule(keepaliveMillis: configuration.announceIntervalMillis,
+                                    minimumSpacingMillis: Self.minimumAnnounceSpacingMillis)
         // Sequences start above everything sent before the restart, whatever the clock says.
         var replay = try ReplayState.load(from: stateDirectory)
         announceSequence = replay.startSequence(wallClockMillis: wallClockMillis())
@@ -131,9 +141,17 @@ public actor Daemon {
                                fix: "Stop the program using the port or pass another with --port.")
         }
         try startLocalAPI()
+        do {
+            timer = try WakeTimer(name: "timer") { [self] in Task { await self.wake() } }
+        } catch {
+            throw HandoffError(.internal, "Cannot create the daemon's timer: \(error).", fix: "Check the process's descriptor limit (ulimit -n).")
+        }
         try startDiscovery()
-        announce()
-        Task { await runTimers() }
+        multicast?.refreshInterfaces()
+        contactEpoch = ServiceRecord.epoch(wallClockMillis: wallClockMillis())
+        // Nobody is known yet: every paired device gets a first contact, which it answers.
+        schedule.firstContact(all: true)
+        flushAnnouncements()
     }
 
     private func startLocalAPI() throws(HandoffError) {
@@ -166,7 +184,8 @@ public actor Daemon {
     /// written by `finish(subscribers:)`, off the actor, within a bound.
     public func shutdown() -> ShutdownHandle {
         log.info("stopping")
-        announce(kind: .goodbye)
+        timer?.stop()
+        sayGoodbye()
         saveReplayState()
         failActiveAccepts()
         for path in discoveryPaths { path.stop() }
@@ -188,19 +207,61 @@ public actor Daemon {
         }
     }
 
-    private func runTimers() async {
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(configuration.announceIntervalMillis))
-            tick()
-        }
+    /// The timer fired: housekeeping, then whatever announcement is due; it re-arms itself.
+    func wake() {
+        wakeAtMillis = .max
+        housekeeping()
+        flushAnnouncements()
     }
 
-    /// Periodic work: expire peers and activities, refresh the summary, repeat the announcement.
-    func tick() {
+    /// Arms the one timer for the earliest thing to do, unless it already fires sooner.
+    /// Nothing wakes the daemon when nothing is due: no polling.
+    func armWake(devices: [AnnounceSchedule.Device]) {
+        let delay = nextWakeDelay(devices: devices)
+        let target = monotonicMillis() &+ delay
+        guard target < wakeAtMillis, let timer else { return }
+        wakeAtMillis = target
+        timer.arm(afterMillis: delay)
+    }
+
+    /// Milliseconds until the earliest of: the next announcement (AnnounceSchedule), a
+    /// peer's TTL running out, the activity expiring or its summary needing a new
+    /// signature, the rotation period turning, the next pairing beacon.
+    func nextWakeDelay(devices: [AnnounceSchedule.Device]) -> UInt64 {
+        let mono = monotonicMillis()
+        let wall = wallClockMillis()
+        func until(_ deadline: UInt64, _ now: UInt64) -> UInt64 { deadline > now ? deadline - now : 0 }
+        var delay = until(schedule.nextDeadline(nowMillis: mono, devices: devices), mono)
+        for peer in peers.peers.values { delay = min(delay, until(peer.lastSeenMillis &+ peer.ttlMillis, wall)) }
+        if let current = published {
+            if let expires = current.activity.expiresAtMillis { delay = min(delay, until(expires, wall)) }
+            else { delay = min(delay, until(current.summary.summary.expiresAtMillis &- configuration.summaryLifetimeMillis / 2, wall)) }
+        }
+        let rotation = ServiceRecord.rotationSeconds * 1000
+        delay = min(delay, until((ServiceRecord.epoch(wallClockMillis: wall) &+ 1) * rotation, wall))
+        if isPairingOpen() { delay = min(delay, until((lastPairingBeaconMillis ?? 0) &+ pairingBeaconIntervalMillis, mono)) }
+        return delay
+    }
+
+    /// A pairing beacon as often as announcements used to go, at most every 5 s: pairing is short and user-driven.
+    var pairingBeaconIntervalMillis: UInt64 { min(configuration.announceIntervalMillis, 5_000) }
+
+    /// Timed work: expire peers and activities, re-sign the summary, notice new
+    /// addresses and the period turning (both bring a first contact), rotate tokens.
+    func housekeeping() {
         let now = wallClockMillis()
         if now &- replayStateSavedMillis >= Self.replayStateSaveIntervalMillis { saveReplayState() }
         emit(peers.expire(nowMillis: now))
-        multicast?.refreshInterfaces()
+        if multicast?.refreshInterfaces() == true {
+            log.info("a network interface or address changed: announcing to every paired device by multicast")
+            schedule.firstContact(all: true)
+        }
+        let epoch = ServiceRecord.epoch(wallClockMillis: now)
+        if epoch != contactEpoch {
+            contactEpoch = epoch
+            // A path that healed unnoticed, and proof that multicast still works (AnnounceSchedule.periodTurned).
+            schedule.periodTurned()
+        }
         rotateServiceRecord()
         rotateBeacon()
         if let current = published {
@@ -209,26 +270,27 @@ public actor Daemon {
                 published = nil
                 resigned = nil
                 broadcast(["event": "activityEnded", "reason": "expired", "type": .string(current.activity.type)])
+                schedule.changed()
             } else if current.activity.expiresAtMillis == nil,
-                      current.summary.summary.expiresAtMillis < now + configuration.summaryLifetimeMillis / 2 {
+                      current.summary.summary.expiresAtMillis <= now + configuration.summaryLifetimeMillis / 2 {
                 // Same activity, same sequence (so a decline still holds): only a later timestamp and expiry.
                 var summary = current.summary.summary
                 summary.timestampMillis = now
                 summary.expiresAtMillis = now + configuration.summaryLifetimeMillis
                 do {
                     published?.summary = try summary.signed(by: identity)
+                    schedule.changed()
                 } catch {
                     log.warning("cannot re-sign the current activity's summary: \(error); peers drop it when it expires")
                 }
             }
         }
-        announce()
     }
 
     // MARK: - Replay state
 
     static let replayStateSaveIntervalMillis: UInt64 = 60_000
-    /// At most ten announcements a second (each is one datagram per paired device and path).
+    /// At most ten announcement rounds a second (each is one datagram per paired device it reaches).
     static let minimumAnnounceSpacingMillis: UInt64 = 100
 
     func reserveSequence(_ sequence: UInt64) {
@@ -253,60 +315,109 @@ public actor Daemon {
 
     // MARK: - Announcing
 
-    /// Sends this host's signed announcement sealed to each paired device, and a
-    /// clear pairing beacon while pairing is open.
-    func announce(kind: Announcement.Kind = .present) {
-        // A burst of changes (an app updating its activity many times a second)
-        // goes out as one announcement per spacing, carrying the latest state, so
-        // peers' per-source budgets never drop the one that matters. A goodbye
-        // goes at once.
-        if kind == .present {
-            let now = monotonicMillis()
-            let since = now &- lastAnnounceMonotonicMillis
-            guard since >= Self.minimumAnnounceSpacingMillis else {
-                if !announcePending {
-                    announcePending = true
-                    Task {
-                        try? await Task.sleep(for: .milliseconds(Self.minimumAnnounceSpacingMillis - since))
-                        self.announcePending = false
-                        self.announce()
-                    }
-                }
-                return
-            }
-            lastAnnounceMonotonicMillis = now
+    /// What changed here (publish, resign, invalidate, enable, pairing) goes to every present
+    /// paired device now, or as soon as the spacing allows, with the latest state.
+    func announce() {
+        schedule.changed()
+        flushAnnouncements()
+    }
+
+    /// Sends whatever round is due (AnnounceSchedule) and a pairing beacon while
+    /// pairing is open, then arms the timer for what comes next.
+    func flushAnnouncements() {
+        let mono = monotonicMillis()
+        let wall = wallClockMillis()
+        let devices = announceDevices(nowMillis: wall)
+        if let deliveries = schedule.take(nowMillis: mono, devices: devices) {
+            send(.present, deliveries, nowMillis: wall)
         }
-        announceSequence = max(announceSequence + 1, wallClockMillis())
-        reserveSequence(announceSequence)
+        if isPairingOpen(), lastPairingBeaconMillis.map({ mono &- $0 >= pairingBeaconIntervalMillis }) ?? true {
+            lastPairingBeaconMillis = mono
+            sendPairingBeacon(nowMillis: wall)
+        }
+        armWake(devices: devices)
+    }
+
+    /// Stopping: a goodbye at once to every device that lists us.
+    func sayGoodbye() {
         let now = wallClockMillis()
+        send(.goodbye, AnnounceSchedule.goodbye(devices: announceDevices(nowMillis: now)), nowMillis: now)
+    }
+
+    /// What the schedule needs to know of each paired device now.
+    func announceDevices(nowMillis now: UInt64) -> [AnnounceSchedule.Device] {
+        let sighted = recognisedSightings(nowMillis: now)
+        return trust.entries.values.compactMap { entry in
+            guard entry.material != nil else { return nil } // paired before version 3: nothing can be sealed to it
+            let key = entry.key
+            let peer = peers.peers[key].flatMap { $0.isExpired(nowMillis: now) ? nil : $0 }
+            let sighting = sighted.first { $0.key == key }?.sighting
+            var endpoint: (host: String, port: UInt16)?
+            if unicast != nil {
+                if let peer {
+                    if peer.senderState.contains(.acceptsUnicast), let host = peer.hosts.first { endpoint = (host, peer.transferPort) }
+                } else if let sighting {
+                    endpoint = (sighting.host, sighting.port)
+                }
+            }
+            let near = bluetooth != nil && proximity.isNear(key, nowMillis: now)
+            return AnnounceSchedule.Device(key: key, present: peer != nil, seen: near || sighting != nil,
+                                           eligible: !settings.enabled || isNear(key, nowMillis: now), unicast: endpoint)
+        }
+    }
+
+    /// One signed announcement (two when some copies ask to be answered), sealed to
+    /// each recipient and handed to the paths, each of which sends the copies routed its way.
+    func send(_ kind: Announcement.Kind, _ deliveries: [AnnounceSchedule.Delivery], nowMillis now: UInt64) {
+        guard !deliveries.isEmpty else { return }
+        announceSequence = max(announceSequence + 1, now)
+        reserveSequence(announceSequence)
         // A disabled host still tells its paired devices it is there and disabled, and offers nothing.
         var announcement = Announcement(kind: kind, senderKey: identity.publicKey, sequence: announceSequence,
                                         timestampMillis: now, transferPort: transferPort,
                                         ttlSeconds: configuration.peerTTLSeconds, name: configuration.name,
                                         summary: kind == .present && settings.enabled ? published?.summary : nil)
         announcement.state = senderState()
+        let epoch = ServiceRecord.epoch(wallClockMillis: now)
+        refreshHints(nowMillis: now)
+        var signed: [Bool: [UInt8]] = [:]
         var outgoing: [OutgoingAnnouncement] = []
         do {
-            let inner = try announcement.signedDatagram(by: identity)
-            let epoch = ServiceRecord.epoch(wallClockMillis: now)
-            refreshHints(nowMillis: now)
-            // With Bluetooth on, summaries go only to devices that are near; a goodbye goes to all.
-            for entry in trust.entries.values where kind == .goodbye || !settings.enabled || isNear(entry.key, nowMillis: now) {
-                guard let periodKey = entry.material?.sealChain.key(at: epoch) else { continue }
+            for delivery in deliveries {
+                guard let periodKey = trust.entries[delivery.key]?.material?.sealChain.key(at: epoch) else { continue }
+                let inner: [UInt8]
+                if let done = signed[delivery.answerMe] {
+                    inner = done
+                } else {
+                    var variant = announcement
+                    if delivery.answerMe { variant.state.insert(.answerMe) }
+                    inner = try variant.signedDatagram(by: identity)
+                    signed[delivery.answerMe] = inner
+                }
                 outgoing.append(OutgoingAnnouncement(
-                    recipient: entry.key, bytes: AnnouncementSeal.seal(inner, periodKey: periodKey, sender: identity.publicKey,
-                                                                       minute: now / 60_000)))
-            }
-            if kind == .present, isPairingOpen() {
-                var beacon = announcement
-                beacon.kind = .pairing
-                beacon.summary = nil
-                outgoing.append(OutgoingAnnouncement(recipient: nil, bytes: try beacon.signedDatagram(by: identity)))
+                    recipient: delivery.key, route: delivery.route,
+                    bytes: AnnouncementSeal.seal(inner, periodKey: periodKey, sender: identity.publicKey, minute: now / 60_000)))
             }
         } catch {
             log.error("cannot encode announcement: \(error)")
         }
         for path in discoveryPaths { path.announce(outgoing) }
+    }
+
+    /// While pairing is open: the clear beacon `pair` lists, by multicast.
+    func sendPairingBeacon(nowMillis now: UInt64) {
+        announceSequence = max(announceSequence + 1, now)
+        reserveSequence(announceSequence)
+        var beacon = Announcement(kind: .pairing, senderKey: identity.publicKey, sequence: announceSequence,
+                                  timestampMillis: now, transferPort: transferPort,
+                                  ttlSeconds: configuration.peerTTLSeconds, name: configuration.name, summary: nil)
+        beacon.state = senderState()
+        do {
+            let bytes = try beacon.signedDatagram(by: identity)
+            for path in discoveryPaths { path.announce([OutgoingAnnouncement(recipient: nil, route: .multicast, bytes: bytes)]) }
+        } catch {
+            log.error("cannot encode the pairing beacon: \(error)")
+        }
     }
 
     func senderState() -> Announcement.SenderState {
@@ -316,6 +427,7 @@ public actor Daemon {
         if settings.enabled, published == nil {
             if resigned != nil { state.insert(.offerResigned) } else if offerInvalidated { state.insert(.offerInvalidated) }
         }
+        if unicast != nil { state.insert(.acceptsUnicast) }
         if let bluetooth {
             state.insert(.bluetoothConfigured)
             if bluetooth.currentStatus.available { state.insert(.bluetoothWorking) }

@@ -23,10 +23,12 @@ public struct DaemonConfiguration: Sendable {
     public var bluetoothAdapter: String?
     public var proximity = ProximityTracker.Settings()
     public var bluetoothCompanyID: UInt16 = Beacon.defaultCompanyID
-    /// How often the announcement is repeated when nothing changes.
-    public var announceIntervalMillis: UInt64 = 5000
-    /// How long peers keep this host listed after its last announcement.
-    public var peerTTLSeconds: UInt16 = 15
+    /// The keepalive: how often present paired devices hear from this host when
+    /// nothing changes (changes go out at once; Docs/PROTOCOL.md).
+    public var announceIntervalMillis: UInt64 = 30_000
+    /// How long peers keep this host listed after its last announcement: three
+    /// keepalives and 10 s, so one lost datagram never drops a host that runs.
+    public var peerTTLSeconds: UInt16 = 100
     /// Lifetime of a summary for an activity without its own expiration; it is
     /// re-signed with a new sequence before it runs out.
     public var summaryLifetimeMillis: UInt64 = 3_600_000

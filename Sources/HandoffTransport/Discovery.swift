@@ -36,13 +36,16 @@ public struct ServiceSighting: Sendable, Equatable {
     }
 }
 
-/// A datagram to send: sealed to one paired device, or (a pairing beacon) for anyone.
+/// A datagram to send: sealed to one paired device, or (a pairing beacon) for anyone,
+/// by the route the daemon chose (AnnounceSchedule); each path sends only its own.
 public struct OutgoingAnnouncement: Sendable {
     public var recipient: DeviceKey?
+    public var route: AnnounceSchedule.Route
     public var bytes: [UInt8]
 
-    public init(recipient: DeviceKey?, bytes: [UInt8]) {
+    public init(recipient: DeviceKey?, route: AnnounceSchedule.Route, bytes: [UInt8]) {
         self.recipient = recipient
+        self.route = route
         self.bytes = bytes
     }
 }

@@ -27,6 +27,8 @@ public final class MulticastDiscovery: DiscoveryPath {
         var ipv6: Int32 = -1
         var interfaces: [(name: String, index: UInt32)] = []
         var problems: [String] = []
+        /// What refreshInterfaces() last saw (nil before the first look).
+        var addresses: [String]?
     }
 
     public init(configuration: Configuration) {
@@ -78,11 +80,14 @@ public final class MulticastDiscovery: DiscoveryPath {
                                       isRunning: { [self] in running.load(ordering: .acquiring) }, observer: observer)
     }
 
-    /// Every datagram goes to the groups: sealed ones are readable only by their recipient.
+    /// Datagrams routed by multicast go to both groups (a peer may have either
+    /// family switched off); sealed ones are readable only by their recipient.
     public func announce(_ datagrams: [OutgoingAnnouncement]) {
+        let mine = datagrams.filter { $0.route == .multicast }
+        guard !mine.isEmpty else { return }
         sockets.withLock { sockets in
             for interface in sockets.interfaces {
-                for datagram in datagrams {
+                for datagram in mine {
                     if sockets.ipv4 >= 0 { sendIPv4(datagram.bytes, fd: sockets.ipv4, interface: interface.index) }
                     if sockets.ipv6 >= 0 { sendIPv6(datagram.bytes, fd: sockets.ipv6, interface: interface.index) }
                 }
@@ -111,9 +116,17 @@ public final class MulticastDiscovery: DiscoveryPath {
     }
 
     /// Follows interfaces that come and go (Wi-Fi connecting after login, a dock):
-    /// joins the groups on new ones, forgets vanished ones. Only without --interface.
-    public func refreshInterfaces() {
-        guard configuration.interface == nil, let current = try? Self.multicastInterfaces(named: nil) else { return }
+    /// joins the groups on new ones, forgets vanished ones (only without --interface).
+    /// Returns true when an interface, its link state or its addresses changed since
+    /// the last call: peers must then learn this host's address again (first contact).
+    @discardableResult
+    public func refreshInterfaces() -> Bool {
+        let addresses = Self.addressFingerprint(named: configuration.interface)
+        let changed = sockets.withLock { sockets in
+            defer { sockets.addresses = addresses }
+            return sockets.addresses != nil && sockets.addresses != addresses
+        }
+        guard configuration.interface == nil, let current = try? Self.multicastInterfaces(named: nil) else { return changed }
         sockets.withLock { sockets in
             sockets.interfaces.removeAll { old in !current.contains { $0.name == old.name && $0.index == old.index } }
             for interface in current where !sockets.interfaces.contains(where: { $0.name == interface.name && $0.index == interface.index }) {
@@ -123,6 +136,36 @@ public final class MulticastDiscovery: DiscoveryPath {
                 if joined { sockets.interfaces.append(interface) }
             }
         }
+        return changed
+    }
+
+    /// Every non-loopback interface (or the named one) with its running flag and
+    /// addresses, sorted: equal strings mean nothing a peer could notice changed.
+    static func addressFingerprint(named wanted: String?) -> [String] {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return [] }
+        defer { freeifaddrs(list) }
+        var found: [String] = []
+        var cursor = list
+        while let entry = cursor {
+            cursor = entry.pointee.ifa_next
+            let flags = Int32(entry.pointee.ifa_flags)
+            let name = String(cString: entry.pointee.ifa_name)
+            guard flags & Int32(IFF_LOOPBACK) == 0, wanted == nil || wanted == name else { continue }
+            var text = "\(name) up=\(flags & Int32(IFF_UP) != 0) running=\(flags & Int32(IFF_RUNNING) != 0)"
+            if let address = entry.pointee.ifa_addr {
+                let family = Int32(address.pointee.sa_family)
+                if family == AF_INET || family == AF_INET6 {
+                    let length = socklen_t(family == AF_INET ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
+                    var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+                    if getnameinfo(address, length, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 {
+                        text += " " + String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                    }
+                }
+            }
+            found.append(text)
+        }
+        return found.sorted()
     }
 
     // MARK: - IPv4

@@ -3,10 +3,11 @@ import Glibc
 import HandoffCore
 import Synchronization
 
-/// Signed announcements sent straight to peers whose address came from mDNS,
-/// and received from them, over UDP on the transfer port number. This is
-/// what lets two hosts hand off with multicast announcements switched off
-/// (or filtered by the network) as long as mDNS works.
+/// Sealed announcements sent straight to a paired device once its address is
+/// known (from its own announcements, or from mDNS before it is heard), and
+/// received from them, over UDP on the transfer port number. This is what
+/// keeps a paired host quiet on a crowded link (no multicast copies at rest),
+/// and what lets two hosts hand off with multicast filtered as long as mDNS works.
 public final class UnicastAnnouncer: DiscoveryPath {
     public let name = DiscoveryPathName.unicast.rawValue
     private let port: UInt16
@@ -16,7 +17,7 @@ public final class UnicastAnnouncer: DiscoveryPath {
     struct State: ~Copyable {
         var ipv4: Int32 = -1
         var ipv6: Int32 = -1
-        var targets: [DeviceKey: [SocketAddress]] = [:]
+        var sent = 0
     }
 
     public init(port: UInt16) {
@@ -26,7 +27,7 @@ public final class UnicastAnnouncer: DiscoveryPath {
     public var state: String {
         state_.withLock { state in
             state.ipv6 < 0 && state.ipv4 < 0 ? "closed"
-                : "udp port \(port); sending to \(state.targets.values.map(\.count).reduce(0, +)) address(es) of \(state.targets.count) paired device(s) found by mDNS"
+                : "udp port \(port); \(state.sent) announcement(s) sent straight to paired devices"
         }
     }
 
@@ -56,23 +57,19 @@ public final class UnicastAnnouncer: DiscoveryPath {
                                       isRunning: { [self] in running.load(ordering: .acquiring) }, observer: observer)
     }
 
-    /// Where each paired device can be reached: the addresses mDNS resolved for it.
-    public func setTargets(_ targets: [(key: DeviceKey, host: String, port: UInt16)]) {
-        var addresses: [DeviceKey: [SocketAddress]] = [:]
-        for target in targets {
-            if let address = try? SocketAddress(host: target.host, port: target.port) { addresses[target.key, default: []].append(address) }
-        }
-        state_.withLock { $0.targets = addresses }
-    }
-
-    /// Each sealed datagram goes only to its recipient's addresses; beacons are not sent this way.
+    /// Sends each datagram routed by unicast to its one address; the rest are other paths'.
     public func announce(_ datagrams: [OutgoingAnnouncement]) {
+        let mine = datagrams.compactMap { datagram -> (SocketAddress, [UInt8])? in
+            guard case let .unicast(host, port) = datagram.route, let address = try? SocketAddress(host: host, port: port) else { return nil }
+            return (address, datagram.bytes)
+        }
+        guard !mine.isEmpty else { return }
         state_.withLock { state in
-            for datagram in datagrams {
-                guard let recipient = datagram.recipient else { continue }
-                for target in state.targets[recipient] ?? [] {
-                    let fd = target.family == AF_INET6 ? state.ipv6 : state.ipv4
-                    if fd >= 0 { DatagramSocket.send(datagram.bytes, fd: fd, to: target) }
+            for (address, bytes) in mine {
+                let fd = address.family == AF_INET6 ? state.ipv6 : state.ipv4
+                if fd >= 0 {
+                    DatagramSocket.send(bytes, fd: fd, to: address)
+                    state.sent += 1
                 }
             }
         }

@@ -76,7 +76,10 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
         $0.peer?.portProbe = .open
         $0.peer?.handshake = .trusted
     }, .announcementsBlocked),
-    ("incoming multicast dropped, unicast works", with(healthy()) { $0.peer?.announcementsByPath = ["multicast": now - minute, "unicast": now - 100] }, .multicastFiltered),
+    ("incoming multicast dropped, unicast works", with(healthy()) {
+        $0.peer?.announcementsByPath = ["multicast": now - 31 * minute, "unicast": now - 100]
+        $0.peer?.listedSinceMillis = now - 40 * minute
+    }, .multicastFiltered),
     ("transfer port dropped", with(healthy(.doctor)) { $0.peer?.portProbe = .dropped(host: "169.254.10.1") }, .transferPortDropped),
     ("transfer port refused", with(healthy(.doctor)) { $0.peer?.portProbe = .refused(host: "169.254.10.1") }, .transferPortRefused),
     ("out of range (silent, reachable)", with(silent()) { $0.peer?.portProbe = .open; $0.peer?.handshake = .trusted }, .outOfRange),
@@ -93,6 +96,18 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
 @Suite struct ConditionDecisionTests {
     @Test func aHealthyPairHasNoVerdict() {
         #expect(ConditionDecision.decide(healthy()) == nil)
+        // At rest only unicast keepalives arrive; the first contact came by multicast long ago.
+        #expect(ConditionDecision.decide(with(healthy()) { $0.peer?.announcementsByPath = ["multicast": now - 20 * minute, "unicast": now - 100] }) == nil)
+        // Listed for less than two periods, heard by unicast alone: no multicast was due yet.
+        #expect(ConditionDecision.decide(with(healthy()) {
+            $0.peer?.announcementsByPath = ["unicast": now - 100]
+            $0.peer?.listedSinceMillis = now - 10 * minute
+        }) == nil)
+        // Listed for two periods and more, and no multicast in that time: multicast stopped reaching this host.
+        #expect(ConditionDecision.decide(with(healthy()) {
+            $0.peer?.announcementsByPath = ["unicast": now - 100]
+            $0.peer?.listedSinceMillis = now - 31 * minute
+        })?.cause == .multicastFiltered)
         #expect(ConditionDecision.decide(healthy(.doctor)) == nil)
         let lines = ConditionDecision.lines(healthy(.doctor), verdict: nil)
         #expect(lines.map(\.code) == [.trust, .bluetooth, .network, .enabled, .proximity, .app])

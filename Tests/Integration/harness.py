@@ -55,3 +55,12 @@ def drops(host):
 def require_root():
     if os.geteuid() != 0:
         raise SystemExit("The integration tests create network namespaces and need root: run them through Scripts/test as root.")
+
+
+def addresses_of(host):
+    """`--from ADDRESS` for each IPv4 and IPv6 address of `host`'s eth0 (labpacket capture)."""
+    args = []
+    for line in lab("exec", host, "ip", "-o", "addr", "show", "eth0").stdout.splitlines():
+        fields = line.split()
+        args += ["--from", fields[3].split("/")[0]]
+    return args

@@ -4,7 +4,10 @@
 Run inside a lab host (Scripts/lab exec HOST python3 labpacket.py ...); it
 uses only the lab's link-local multicast group, never another address.
 
-  capture OUT [--from HOST] [--timeout S]   save the next announcement datagram
+  capture OUT [--from HOST]... [--timeout S] save the next announcement datagram
+                                            arriving at this host, multicast or unicast
+                                            (a raw packet socket: a paired host's
+                                            announcements at rest are unicast)
   send IN [--mutate KIND]                   multicast a saved datagram, changed by KIND:
       none            exactly as captured (a replay)
       flip-tag        last byte (the authentication tag) flipped (a forgery)
@@ -22,6 +25,7 @@ import time
 
 GROUP = "224.0.0.199"
 PORT = 47180
+UNICAST_PORT = 47181
 IFACE = "eth0"
 
 
@@ -29,22 +33,28 @@ def ifindex(name):
     return socket.if_nametoindex(name)
 
 
-def capture(out, source, timeout):
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind(("", PORT))
-    mreqn = socket.inet_aton(GROUP) + socket.inet_aton("0.0.0.0") + struct.pack("@i", ifindex(IFACE))
-    sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreqn)
+def capture(out, sources, timeout):
+    # Every IP packet eth0 receives, as an eavesdropper on a shared medium would see it.
+    sock = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(0x0003))
+    sock.bind((IFACE, 0x0003))
     sock.settimeout(timeout)
     while True:
-        data, (host, _) = sock.recvfrom(2048)
-        if source and host != source:
+        packet, address = sock.recvfrom(65535)
+        if address[2] == socket.PACKET_OUTGOING:
             continue
-        if data[:4] == b"HNDF":
-            with open(out, "wb") as f:
-                f.write(data)
-            return
+        if address[1] == 0x0800 and len(packet) >= 28 and packet[9] == socket.IPPROTO_UDP:
+            header, host = (packet[0] & 0x0F) * 4, socket.inet_ntoa(packet[12:16])
+        elif address[1] == 0x86DD and len(packet) >= 48 and packet[6] == socket.IPPROTO_UDP:
+            header, host = 40, socket.inet_ntop(socket.AF_INET6, packet[8:24])
+        else:
+            continue
+        dport = struct.unpack(">H", packet[header + 2:header + 4])[0]
+        data = packet[header + 8:]
+        if dport not in (PORT, UNICAST_PORT) or data[:4] != b"HNDF" or (sources and host not in sources):
+            continue
+        with open(out, "wb") as f:
+            f.write(data)
+        return
 
 
 def send(path, mutate):
@@ -74,7 +84,7 @@ def main():
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("capture")
     c.add_argument("out")
-    c.add_argument("--from", dest="source")
+    c.add_argument("--from", dest="sources", action="append", help="a sender address (IPv4, or IPv6 without zone); repeatable")
     c.add_argument("--timeout", type=float, default=10)
     s = sub.add_parser("send")
     s.add_argument("file")
@@ -82,7 +92,7 @@ def main():
                    choices=["none", "flip-tag", "flip-middle", "truncate", "clear-v1", "garbage"])
     args = parser.parse_args()
     if args.command == "capture":
-        capture(args.out, args.source, args.timeout)
+        capture(args.out, args.sources, args.timeout)
     else:
         send(args.file, args.mutate)
 

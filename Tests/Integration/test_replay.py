@@ -11,7 +11,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import LAB, drops, lab, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
+from harness import LAB, addresses_of, drops, lab, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LABPACKET = os.path.join(HERE, "labpacket.py")
@@ -43,10 +43,9 @@ class ReplayAcrossRestarts(unittest.TestCase):
 
     def test_1_a_datagram_captured_before_a_restart_does_not_bring_back_a_withdrawn_offer(self):
         self.handoff("laptop-a", "laptop-b", "soon withdrawn")
-        a_address = lab("exec", "laptop-a", "ip", "-4", "-o", "addr", "show", "eth0").stdout.split()[3].split("/")[0]
         capture = "/tmp/handoff-clocks-capture.bin"
         # A datagram from a that still carries the offer (sealed for b).
-        lab("exec", "laptop-b", "python3", LABPACKET, "capture", capture, "--from", a_address, "--timeout", "10")
+        lab("exec", "laptop-b", "python3", LABPACKET, "capture", capture, *addresses_of("laptop-a"), "--timeout", "10")
         peer("laptop-a", "invalidate")
         wait_until("b to see the offer withdrawn", lambda: offer_of("laptop-b", "laptop-a") is None, timeout=10)
         # a goes quiet, so only what b kept on disk can tell the capture is old.

@@ -12,7 +12,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import LAB, REPO, drops, lab, listed, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
+from harness import LAB, addresses_of, REPO, drops, lab, listed, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
 
 DAEMON_ARGS = ["--announce-interval", "1", "--peer-ttl", "4", "--log-level", "debug"]
 PACKET_TOOL = os.path.join(REPO, "Tests", "Integration", "labpacket.py")
@@ -117,8 +117,9 @@ class TwoHosts(unittest.TestCase):
         self.publish(title="Rust atomics, chapter 4")
         with tempfile.TemporaryDirectory() as scratch:
             captured = os.path.join(scratch, "announcement.bin")
-            # a's announcement sealed to b, as anyone on the link can capture it.
-            lab("exec", "laptop-c", "python3", PACKET_TOOL, "capture", captured, "--from", "169.254.10.1")
+            # a's announcement sealed to b, as anyone on a shared medium can capture it (at rest it
+            # goes to b alone, by unicast, so it is taken where it arrives).
+            lab("exec", "laptop-b", "python3", PACKET_TOOL, "capture", captured, *addresses_of("laptop-a"))
             # Let a newer announcement from a arrive first, so the capture is old news.
             time.sleep(1.5)
             for mutate, counter in [("flip-tag", "undecryptable"), ("flip-middle", "undecryptable"),
@@ -135,7 +136,10 @@ class TwoHosts(unittest.TestCase):
         self.publish()
         lab("start", "laptop-c", *DAEMON_ARGS)
         try:
-            # c hears a's sealed announcements but has no key for them.
+            # At rest a talks to b by unicast; its first contact after a restart goes by
+            # multicast, sealed to b: c hears it but has no key for it.
+            lab("stop", "laptop-a")
+            lab("start", "laptop-a", *DAEMON_ARGS, "--browser", "true")
             wait_until("c to count sealed datagrams it cannot read", lambda: drops("laptop-c")["untrusted"] > 0)
             self.assertEqual(peer_json("laptop-c", "list"), [])
             self.assertFalse(listed("laptop-b", "laptop-c"))

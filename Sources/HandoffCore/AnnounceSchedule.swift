@@ -1,0 +1,176 @@
+/// When this host's sealed announcements go out, to which paired devices and
+/// by which route (Docs/PROTOCOL.md, "When announcements go out"). No I/O and
+/// no clock of its own: the daemon passes a monotonic `nowMillis` and what it
+/// knows of each paired device at that moment.
+///
+/// - A change (publish, resign, invalidate, enable/disable, re-sign) goes to
+///   every present device at once, then only a keepalive every `keepaliveMillis`.
+/// - First contact (start, a new or changed network address, a new pairing)
+///   goes by multicast and asks each recipient to answer; when the 15-minute
+///   period turns, every device gets that round's copy by multicast.
+/// - A device that appears, or asks, is answered with the current state at once.
+/// - A device neither heard nor seen gets nothing; one seen by mDNS or by its
+///   beacon but not heard gets a probe at most once per keepalive interval.
+/// - Rounds are at least `minimumSpacingMillis` apart and carry the latest state.
+public struct AnnounceSchedule: Sendable {
+    public enum Route: Hashable, Sendable {
+        /// To the IPv4 and IPv6 groups: first contact, or a device that takes nothing else.
+        case multicast
+        /// To the device's announcement port (its transfer port, over UDP).
+        case unicast(host: String, port: UInt16)
+    }
+
+    /// What the daemon knows of one paired device when a round is made.
+    public struct Device: Sendable, Equatable {
+        public var key: DeviceKey
+        /// Heard from (an announcement) within its TTL.
+        public var present: Bool
+        /// Its mDNS service or its Bluetooth beacon is seen now.
+        public var seen: Bool
+        /// May be told our state now: always without Bluetooth, only while near with it.
+        public var eligible: Bool
+        /// Where it takes unicast announcements, when it says it does and we can send them.
+        public var unicast: (host: String, port: UInt16)?
+
+        public init(key: DeviceKey, present: Bool, seen: Bool = false, eligible: Bool = true,
+                    unicast: (host: String, port: UInt16)? = nil) {
+            self.key = key
+            self.present = present
+            self.seen = seen
+            self.eligible = eligible
+            self.unicast = unicast
+        }
+
+        /// Unicast once its address is known and current, multicast otherwise.
+        public var route: Route { unicast.map { .unicast(host: $0.host, port: $0.port) } ?? .multicast }
+
+        public static func == (a: Device, b: Device) -> Bool {
+            a.key == b.key && a.present == b.present && a.seen == b.seen && a.eligible == b.eligible
+                && a.unicast?.host == b.unicast?.host && a.unicast?.port == b.unicast?.port
+        }
+    }
+
+    /// One sealed copy: to whom, how, and whether it asks the recipient to answer.
+    public struct Delivery: Hashable, Sendable {
+        public var key: DeviceKey
+        public var route: Route
+        public var answerMe: Bool
+
+        public init(key: DeviceKey, route: Route, answerMe: Bool) {
+            self.key = key
+            self.route = route
+            self.answerMe = answerMe
+        }
+    }
+
+    public let keepaliveMillis: UInt64
+    public let minimumSpacingMillis: UInt64
+
+    private var lastSentMillis: UInt64?
+    private var lastRoundMillis: UInt64?
+    private var changePending = false
+    /// nil: no first contact pending; false: to devices not present; true: to every eligible device.
+    private var firstContactPending: Bool?
+    /// The period turned: one multicast copy to every eligible device (see `periodTurned`).
+    private var refreshPending = false
+    /// Devices to answer, with the route the question came by (nil: the device's own route).
+    private var answers: [DeviceKey: Route?] = [:]
+    /// When each device seen but not heard was last probed.
+    private var probed: [DeviceKey: UInt64] = [:]
+
+    public init(keepaliveMillis: UInt64, minimumSpacingMillis: UInt64 = 100) {
+        self.keepaliveMillis = keepaliveMillis
+        self.minimumSpacingMillis = minimumSpacingMillis
+    }
+
+    /// What this host offers or says about itself changed: every present device hears of it.
+    public mutating func changed() { changePending = true }
+
+    /// A first-contact round by multicast: to every eligible device (`all`: start,
+    /// address change), or only to those not present (new pairing, period turn).
+    public mutating func firstContact(all: Bool) { firstContactPending = (firstContactPending ?? false) || all }
+
+    /// The 15-minute period turned: every eligible device gets one copy by multicast
+    /// instead of its usual route, asking for an answer only if it is not present. A device
+    /// not heard may be back on a path that healed; one heard learns multicast still
+    /// reaches it (how `doctor` tells a network that filters multicast).
+    public mutating func periodTurned() { refreshPending = true }
+
+    /// `key` appeared or asked for our state: it gets it at once, by `route` if given.
+    public mutating func answer(_ key: DeviceKey, by route: Route? = nil) {
+        if let already = answers[key], already == .multicast { return }
+        answers[key] = route
+    }
+
+    /// Whether anything waits for the spacing to pass.
+    public var hasPending: Bool { changePending || refreshPending || firstContactPending != nil || !answers.isEmpty }
+
+    /// The round to send now, or nil (nothing due, or the spacing has not passed;
+    /// `nextDeadline` says when to ask again). Clears what it sends.
+    public mutating func take(nowMillis now: UInt64, devices: [Device]) -> [Delivery]? {
+        let keepaliveDue = lastRoundMillis.map { elapsed(since: $0, now) >= keepaliveMillis } ?? true
+        let probes = devices.filter { isProbeDue($0, now) }
+        guard hasPending || keepaliveDue || !probes.isEmpty else { return nil }
+        if let last = lastSentMillis, elapsed(since: last, now) < minimumSpacingMillis { return nil }
+
+        var deliveries: [Delivery] = []
+        var covered = Set<DeviceKey>()
+        func add(_ device: Device, _ route: Route, answerMe: Bool) {
+            guard device.eligible, covered.insert(device.key).inserted else { return }
+            deliveries.append(Delivery(key: device.key, route: route, answerMe: answerMe))
+        }
+        if let all = firstContactPending {
+            for device in devices where all || !device.present { add(device, .multicast, answerMe: true) }
+        }
+        if refreshPending {
+            for device in devices { add(device, .multicast, answerMe: !device.present) }
+        }
+        if changePending || keepaliveDue || refreshPending || firstContactPending != nil {
+            for device in devices where device.present { add(device, device.route, answerMe: false) }
+            lastRoundMillis = now
+        }
+        for device in devices {
+            guard let asked = answers[device.key] else { continue }
+            add(device, asked ?? device.route, answerMe: false)
+        }
+        for device in probes {
+            add(device, device.route, answerMe: true)
+            probed[device.key] = now
+        }
+        // Forget probes of devices that are heard again or gone, so the table stays as small as the trust store.
+        let probing = Set(devices.filter { $0.seen && !$0.present }.map(\.key))
+        probed = probed.filter { probing.contains($0.key) }
+        changePending = false
+        refreshPending = false
+        firstContactPending = nil
+        answers.removeAll()
+        lastSentMillis = now
+        return deliveries
+    }
+
+    /// A goodbye goes at once, to every device that may list us, by its route.
+    public static func goodbye(devices: [Device]) -> [Delivery] {
+        devices.filter(\.present).map { Delivery(key: $0.key, route: $0.route, answerMe: false) }
+    }
+
+    /// When `take` has something to send next (a monotonic time, possibly already past).
+    public func nextDeadline(nowMillis now: UInt64, devices: [Device]) -> UInt64 {
+        let spacingEnd = lastSentMillis.map { $0 &+ minimumSpacingMillis } ?? now
+        if hasPending { return max(now, spacingEnd) }
+        var deadline = lastRoundMillis.map { $0 &+ keepaliveMillis } ?? now
+        for device in devices where device.eligible && device.seen && !device.present {
+            deadline = min(deadline, probed[device.key].map { $0 &+ keepaliveMillis } ?? now)
+        }
+        return max(deadline, spacingEnd)
+    }
+
+    private func isProbeDue(_ device: Device, _ now: UInt64) -> Bool {
+        guard device.eligible, device.seen, !device.present else { return false }
+        return probed[device.key].map { elapsed(since: $0, now) >= keepaliveMillis } ?? true
+    }
+
+    /// A clock that went backwards counts as time passed, so nothing waits on it.
+    private func elapsed(since then: UInt64, _ now: UInt64) -> UInt64 {
+        now >= then ? now - then : .max
+    }
+}
