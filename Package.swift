@@ -60,7 +60,10 @@ let package = Package(
         .target(name: "HandoffKit", dependencies: ["HandoffCore", "HandoffTransport"]),
         .executableTarget(name: "handoff-peer", dependencies: ["HandoffKit", "HandoffCore"]),
         // The session agent: offers as desktop notifications (org.freedesktop.Notifications, sd-bus).
-        .target(name: "HandoffNotify", dependencies: ["CSystemd", "HandoffKit", "HandoffCore", "HandoffTransport"]),
+        // -Onone in release: Swift 6.3's optimizer spent over 10 minutes on this module
+        // (whole-module, release) without finishing; the agent waits on D-Bus, not the CPU.
+        .target(name: "HandoffNotify", dependencies: ["CSystemd", "HandoffKit", "HandoffCore", "HandoffTransport"],
+                swiftSettings: [.unsafeFlags(["-Onone"], .when(configuration: .release))]),
         .executableTarget(name: "handoff-notify", dependencies: ["HandoffNotify", "HandoffCore"]),
         // Example app using HandoffKit end to end (Examples/Reader).
         .executableTarget(name: "handoff-reader", dependencies: ["HandoffKit", "HandoffCore"], path: "Examples/Reader",
