@@ -50,7 +50,8 @@ let package = Package(
         // Bluetooth LE: HCI transports (raw socket, H4 over Unix), the controller driver, beacons.
         .target(name: "HandoffBluetooth", dependencies: ["CBluetooth", "HandoffCore", "HandoffTransport"]),
         // Bluetooth LE through bluetoothd's D-Bus API (sd-bus): the default backend.
-        .target(name: "HandoffBlueZ", dependencies: ["CSystemd", "HandoffBluetooth", "HandoffCore", "HandoffTransport"]),
+        .target(name: "HandoffDBus", dependencies: ["CSystemd", "HandoffCore"]),
+        .target(name: "HandoffBlueZ", dependencies: ["CSystemd", "HandoffDBus", "HandoffBluetooth", "HandoffCore", "HandoffTransport"]),
         // The daemon as a library: state, wiring, request handling.
         .target(name: "HandoffDaemon", dependencies: ["HandoffCore", "HandoffCrypto", "HandoffTransport", "HandoffMDNS", "HandoffBluetooth", "HandoffBlueZ"]),
         // Checks a Bluetooth controller on real hardware: advertise and scan for a few seconds.
@@ -62,7 +63,7 @@ let package = Package(
         // The session agent: offers as desktop notifications (org.freedesktop.Notifications, sd-bus).
         // -Onone in release: Swift 6.3's optimizer spent over 10 minutes on this module
         // (whole-module, release) without finishing; the agent waits on D-Bus, not the CPU.
-        .target(name: "HandoffNotify", dependencies: ["CSystemd", "HandoffKit", "HandoffCore", "HandoffTransport"],
+        .target(name: "HandoffNotify", dependencies: ["CSystemd", "HandoffDBus", "HandoffKit", "HandoffCore", "HandoffTransport"],
                 swiftSettings: [.unsafeFlags(["-Onone"], .when(configuration: .release))]),
         .executableTarget(name: "handoff-notify", dependencies: ["HandoffNotify", "HandoffCore"]),
         // Example app using HandoffKit end to end (Examples/Reader).
@@ -73,7 +74,7 @@ let package = Package(
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "HandoffCrypto"], exclude: ["Vectors.md"]),
         .testTarget(name: "HandoffCryptoTests", dependencies: ["HandoffCrypto", "HandoffCore"]),
         .testTarget(name: "HandoffTransportTests", dependencies: ["HandoffTransport", "HandoffCore"]),
-        .testTarget(name: "HandoffBlueZTests", dependencies: ["HandoffBlueZ", "CSystemd", "HandoffCore"]),
+        .testTarget(name: "HandoffDBusTests", dependencies: ["HandoffDBus", "CSystemd", "HandoffCore"]),
         .testTarget(name: "HandoffDaemonTests", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffCrypto", "HandoffTransport"]),
     ]
 )

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import HandoffBluetooth
 import HandoffCore
+import HandoffDBus
 import HandoffTransport
 import Synchronization
 

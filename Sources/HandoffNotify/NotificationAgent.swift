@@ -2,6 +2,7 @@ import CSystemd
 import Foundation
 import Glibc
 import HandoffCore
+import HandoffDBus
 import HandoffKit
 import HandoffTransport
 
@@ -35,7 +36,7 @@ public final class NotificationAgent: @unchecked Sendable {
     private let wakeFD: Int32
     private let requests = RequestQueue()
     private var book = NotificationBook()
-    private var bus: SessionBus?
+    private var bus: BusConnection?
     private var serverOwner: String?
     private var refreshAtMillis: UInt64?
     private var signalSources: [any DispatchSourceSignal] = []
@@ -67,18 +68,18 @@ public final class NotificationAgent: @unchecked Sendable {
 
     /// Runs until `stop`; the calling thread becomes the session bus's owner.
     public func run() throws(HandoffError) {
-        let bus: SessionBus
+        let bus: BusConnection
         do {
-            bus = try SessionBus.openUser()
+            bus = try BusConnection.openUser()
             // No sender='org.freedesktop.Notifications': sd-bus compares a rule's sender with the
             // message's locally, and that is the server's unique name. Checked in the handler.
             try bus.addMatch("type='signal',interface='\(Notifications.interface)',path='\(Notifications.path)'") {
-                [unowned self] member, sender, values in
+                [unowned self] _, member, sender, values in
                 guard sender == serverOwner else { return }
                 serverSignal(member, values)
             }
             try bus.addMatch("type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(Notifications.name)'") {
-                [unowned self] _, _, values in
+                [unowned self] _, _, _, values in
                 guard values.count == 3, let owner = values[2].string else { return }
                 ownerChanged(owner.isEmpty ? nil : owner)
             }
@@ -102,7 +103,7 @@ public final class NotificationAgent: @unchecked Sendable {
 
     // MARK: - The bus thread
 
-    private func loop(_ bus: SessionBus) {
+    private func loop(_ bus: BusConnection) {
         while true {
             do {
                 while try bus.process() {}
@@ -194,7 +195,7 @@ public final class NotificationAgent: @unchecked Sendable {
     private func notify(peer: String, notice: Notice, replaces: UInt32) {
         guard let bus else { return }
         do throws(BusError) {
-            let call = try bus.methodCall("Notify") { (body: inout MessageWriter) throws(BusError) in
+            let call = try bus.notificationsCall("Notify") { (body: inout MessageWriter) throws(BusError) in
                 try body.string(Notice.appName)
                 try body.uint32(replaces)
                 try body.string("") // no icon: the summary names the device
@@ -209,7 +210,7 @@ public final class NotificationAgent: @unchecked Sendable {
                 }
                 try body.int32(-1) // the server's own timeout
             }
-            try bus.callAsync(call) { [unowned self] result in
+            try bus.callAsync(call, timeoutMillis: 5_000) { [unowned self] result in
                 switch result {
                 case let .success(values):
                     if let id = values.first?.uint32 {
@@ -231,17 +232,17 @@ public final class NotificationAgent: @unchecked Sendable {
     private func close(_ id: UInt32) {
         guard let bus else { return }
         do throws(BusError) {
-            let call = try bus.methodCall("CloseNotification") { (body: inout MessageWriter) throws(BusError) in try body.uint32(id) }
+            let call = try bus.notificationsCall("CloseNotification") { (body: inout MessageWriter) throws(BusError) in try body.uint32(id) }
             // Closing one the server already closed (after its action, or dismissed) is an error reply; nothing to do then.
-            try bus.callAsync(call) { _ in }
+            try bus.callAsync(call, timeoutMillis: 5_000) { _ in }
         } catch {
             log("cannot close a notification: \(error)")
         }
     }
 
-    private func capabilities(_ bus: SessionBus) -> ServerCapabilities {
+    private func capabilities(_ bus: BusConnection) -> ServerCapabilities {
         do throws(BusError) {
-            let values = try bus.callBlocking(try bus.methodCall("GetCapabilities"), timeoutMillis: 5_000)
+            let values = try bus.callBlocking(try bus.notificationsCall("GetCapabilities"), timeoutMillis: 5_000)
             return ServerCapabilities(values.first?.strings ?? [])
         } catch {
             // No server yet: assume the common case; a server that appears later is asked again.
@@ -250,10 +251,10 @@ public final class NotificationAgent: @unchecked Sendable {
         }
     }
 
-    private func nameOwner(_ bus: SessionBus) -> String? {
+    private func nameOwner(_ bus: BusConnection) -> String? {
         do throws(BusError) {
-            let call = try bus.methodCall("GetNameOwner", destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                          interface: "org.freedesktop.DBus") { (body: inout MessageWriter) throws(BusError) in
+            let call = try bus.methodCall("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                          "GetNameOwner") { (body: inout MessageWriter) throws(BusError) in
                 try body.string(Notifications.name)
             }
             return try bus.callBlocking(call, timeoutMillis: 5_000).first?.string

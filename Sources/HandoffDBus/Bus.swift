@@ -5,31 +5,47 @@ import HandoffCore
 /// A failed sd-bus call: the negative errno sd-bus returned and the call's
 /// name, or the D-Bus error a peer replied with (name such as
 /// org.bluez.Error.NotReady, and its message). Codes are kept, never parsed from text.
-struct BusError: Error, CustomStringConvertible {
-    var call: String
-    var errno: Int32 = 0
-    var name: String?
-    var message: String?
+public struct BusError: Error, CustomStringConvertible, Sendable {
+    public var call: String
+    public var errno: Int32 = 0
+    public var name: String?
+    public var message: String?
 
-    var description: String {
+    public init(call: String, errno: Int32 = 0, name: String? = nil, message: String? = nil) {
+        self.call = call
+        self.errno = errno
+        self.name = name
+        self.message = message
+    }
+
+    public var description: String {
         if let name { return "\(call): \(name)\(message.map { ": \($0)" } ?? "")" }
         return "\(call): \(String(cString: strerror(errno)))"
     }
 }
 
-/// One connection to the system bus. Not Sendable, as sd-bus is not
-/// thread-safe: it is created, used and closed on its owner's thread only.
-final class BusConnection {
-    let bus: OpaquePointer
+/// One connection to the system bus (bluetoothd) or the user's session bus
+/// (the notification server). Not Sendable, as sd-bus is not thread-safe: it
+/// is created, used and closed on its owner's thread only.
+public final class BusConnection {
+    public let bus: OpaquePointer
 
     private init(bus: OpaquePointer) {
         self.bus = bus
     }
 
-    static func openSystem() throws(BusError) -> BusConnection {
+    public static func openSystem() throws(BusError) -> BusConnection {
         var bus: OpaquePointer?
         let result = sd_bus_open_system(&bus)
         guard result >= 0, let bus else { throw BusError(call: "sd_bus_open_system", errno: -result) }
+        return BusConnection(bus: bus)
+    }
+
+    /// The user's session bus: $DBUS_SESSION_BUS_ADDRESS, else $XDG_RUNTIME_DIR/bus.
+    public static func openUser() throws(BusError) -> BusConnection {
+        var bus: OpaquePointer?
+        let result = sd_bus_open_user(&bus)
+        guard result >= 0, let bus else { throw BusError(call: "sd_bus_open_user", errno: -result) }
         return BusConnection(bus: bus)
     }
 
@@ -39,11 +55,11 @@ final class BusConnection {
         sd_bus_flush_close_unref(bus)
     }
 
-    var fileDescriptor: Int32 { sd_bus_get_fd(bus) }
-    var events: Int16 { Int16(truncatingIfNeeded: sd_bus_get_events(bus)) }
+    public var fileDescriptor: Int32 { sd_bus_get_fd(bus) }
+    public var events: Int16 { Int16(truncatingIfNeeded: sd_bus_get_events(bus)) }
 
     /// Milliseconds until sd-bus needs to run again (a call timing out); nil for none.
-    var timeoutMillis: Int? {
+    public var timeoutMillis: Int? {
         var usec: UInt64 = 0
         guard sd_bus_get_timeout(bus, &usec) > 0, usec != UInt64.max else { return nil }
         var now = timespec()
@@ -53,13 +69,13 @@ final class BusConnection {
     }
 
     /// Dispatches one pending message; true if there may be more.
-    func process() throws(BusError) -> Bool {
+    public func process() throws(BusError) -> Bool {
         let result = sd_bus_process(bus, nil)
         guard result >= 0 else { throw BusError(call: "sd_bus_process", errno: -result) }
         return result > 0
     }
 
-    func uniqueName() -> String? {
+    public func uniqueName() -> String? {
         var name: UnsafePointer<CChar>?
         guard sd_bus_get_unique_name(bus, &name) >= 0, let name else { return nil }
         return String(cString: name)
@@ -67,7 +83,7 @@ final class BusConnection {
 
     // MARK: - Calls
 
-    func methodCall(_ destination: String, _ path: String, _ interface: String, _ member: String,
+    public func methodCall(_ destination: String, _ path: String, _ interface: String, _ member: String,
                     _ body: (inout MessageWriter) throws(BusError) -> Void = { _ throws(BusError) in }) throws(BusError) -> OutgoingMessage {
         var message: OpaquePointer?
         let result = sd_bus_message_new_method_call(bus, &message, destination, path, interface, member)
@@ -80,7 +96,7 @@ final class BusConnection {
 
     /// Sends `call`; `reply` runs on this connection's owner thread with the
     /// reply's values or the error. Never blocks.
-    func callAsync(_ call: OutgoingMessage, timeoutMillis: UInt64 = 10_000,
+    public func callAsync(_ call: OutgoingMessage, timeoutMillis: UInt64 = 10_000,
                    reply: @escaping (Result<[BusValue], BusError>) -> Void) throws(BusError) {
         let name = call.describe()
         let handler = BusCallbacks(onMessage: { message in
@@ -99,7 +115,7 @@ final class BusConnection {
 
     /// Sends `call` and waits for its reply: only for the short checks made
     /// before the loop runs (is bluetoothd there?) and for clean-up on stop.
-    func callBlocking(_ call: OutgoingMessage, timeoutMillis: UInt64) throws(BusError) -> [BusValue] {
+    public func callBlocking(_ call: OutgoingMessage, timeoutMillis: UInt64) throws(BusError) -> [BusValue] {
         var error = sd_bus_error()
         var reply: OpaquePointer?
         let result = sd_bus_call(bus, call.message, timeoutMillis * 1000, &error, &reply)
@@ -114,7 +130,7 @@ final class BusConnection {
         return try MessageReader.values(of: reply)
     }
 
-    static func decodeReply(_ message: OpaquePointer, call: String) -> Result<[BusValue], BusError> {
+    public static func decodeReply(_ message: OpaquePointer, call: String) -> Result<[BusValue], BusError> {
         if sd_bus_message_is_method_error(message, nil) > 0 {
             let error = sd_bus_message_get_error(message)
             return .failure(BusError(call: call, errno: sd_bus_message_get_errno(message),
@@ -131,7 +147,7 @@ final class BusConnection {
     // MARK: - Signals
 
     /// Calls `handler` with each signal matching `rule` (D-Bus match rule syntax), for the connection's life.
-    func addMatch(_ rule: String, handler: @escaping (_ path: String, _ member: String, _ sender: String, _ values: [BusValue]) -> Void) throws(BusError) {
+    public func addMatch(_ rule: String, handler: @escaping (_ path: String, _ member: String, _ sender: String, _ values: [BusValue]) -> Void) throws(BusError) {
         let callbacks = BusCallbacks(onMessage: { message in
             let path = sd_bus_message_get_path(message).map { String(cString: $0) } ?? ""
             let member = sd_bus_message_get_member(message).map { String(cString: $0) } ?? ""
@@ -154,7 +170,7 @@ final class BusConnection {
     // MARK: - Exported objects
 
     /// Exports `callbacks` at `path` as `interface` described by `vtable`, for the connection's life.
-    func export(path: String, interface: String, vtable: UnsafePointer<sd_bus_vtable>, callbacks: BusCallbacks) throws(BusError) {
+    public func export(path: String, interface: String, vtable: UnsafePointer<sd_bus_vtable>, callbacks: BusCallbacks) throws(BusError) {
         var slot: OpaquePointer?
         let context = Unmanaged.passRetained(callbacks).toOpaque()
         let result = sd_bus_add_object_vtable(bus, &slot, path, interface, vtable, context)
@@ -166,7 +182,7 @@ final class BusConnection {
     }
 
     /// Answers GetManagedObjects at `path` with the objects exported below it (BlueZ reads monitors this way).
-    func addObjectManager(path: String) throws(BusError) {
+    public func addObjectManager(path: String) throws(BusError) {
         var slot: OpaquePointer?
         let result = sd_bus_add_object_manager(bus, &slot, path)
         guard result >= 0, let slot else { throw BusError(call: "sd_bus_add_object_manager \(path)", errno: -result) }
@@ -184,16 +200,16 @@ final class BusConnection {
 }
 
 /// A method call being built; unreferenced once sent or dropped.
-final class OutgoingMessage {
-    let message: OpaquePointer
+public final class OutgoingMessage {
+    public let message: OpaquePointer
 
-    init(_ message: OpaquePointer) {
+    public init(_ message: OpaquePointer) {
         self.message = message
     }
 
     deinit { sd_bus_message_unref(message) }
 
-    func describe() -> String {
+    public func describe() -> String {
         let interface = sd_bus_message_get_interface(message).map { String(cString: $0) } ?? "?"
         let member = sd_bus_message_get_member(message).map { String(cString: $0) } ?? "?"
         return "\(interface).\(member)"
@@ -203,11 +219,11 @@ final class OutgoingMessage {
 /// What a C callback reaches: the closures of one signal match, call reply or
 /// exported object. Retained while its slot lives; the slot's destroy
 /// callback releases it (the one place it is released).
-final class BusCallbacks {
-    let onMessage: ((OpaquePointer) -> Int32)?
-    let onProperty: ((_ property: String, _ reply: OpaquePointer) -> Int32)?
+public final class BusCallbacks {
+    public let onMessage: ((OpaquePointer) -> Int32)?
+    public let onProperty: ((_ property: String, _ reply: OpaquePointer) -> Int32)?
 
-    init(onMessage: ((OpaquePointer) -> Int32)? = nil, onProperty: ((String, OpaquePointer) -> Int32)? = nil) {
+    public init(onMessage: ((OpaquePointer) -> Int32)? = nil, onProperty: ((String, OpaquePointer) -> Int32)? = nil) {
         self.onMessage = onMessage
         self.onProperty = onProperty
     }
@@ -219,12 +235,12 @@ private func callbacks(_ userdata: UnsafeMutableRawPointer?) -> BusCallbacks? {
     userdata.map { Unmanaged<BusCallbacks>.fromOpaque($0).takeUnretainedValue() }
 }
 
-let messageTrampoline: sd_bus_message_handler_t = { message, userdata, _ in
+public let messageTrampoline: sd_bus_message_handler_t = { message, userdata, _ in
     guard let message, let handler = callbacks(userdata)?.onMessage else { return 0 }
     return handler(message)
 }
 
-let propertyTrampoline: sd_bus_property_get_t = { _, _, _, property, reply, userdata, _ in
+public let propertyTrampoline: sd_bus_property_get_t = { _, _, _, property, reply, userdata, _ in
     guard let property, let reply, let handler = callbacks(userdata)?.onProperty else { return -EINVAL }
     return handler(String(cString: property), reply)
 }
@@ -237,58 +253,74 @@ private let destroyTrampoline: sd_bus_destroy_t = { userdata in
 // MARK: - Message bodies
 
 /// Appends values to a message. Each call names the D-Bus type it writes.
-struct MessageWriter {
-    let message: OpaquePointer
+public struct MessageWriter {
+    public let message: OpaquePointer
+
+    public init(message: OpaquePointer) {
+        self.message = message
+    }
 
     private func check(_ result: Int32, _ what: String) throws(BusError) {
         guard result >= 0 else { throw BusError(call: "append \(what)", errno: -result) }
     }
 
-    mutating func string(_ text: String, type: Character = "s") throws(BusError) {
+    public mutating func string(_ text: String, type: Character = "s") throws(BusError) {
         let code = CChar(type.asciiValue!)
         try check(text.withCString { sd_bus_message_append_basic(message, code, $0) }, String(type))
     }
 
-    mutating func objectPath(_ path: String) throws(BusError) { try string(path, type: "o") }
+    public mutating func objectPath(_ path: String) throws(BusError) { try string(path, type: "o") }
 
-    mutating func byte(_ value: UInt8) throws(BusError) {
+    public mutating func byte(_ value: UInt8) throws(BusError) {
         var value = value
         try check(sd_bus_message_append_basic(message, CChar(UInt8(ascii: "y")), &value), "y")
     }
 
-    mutating func uint16(_ value: UInt16) throws(BusError) {
+    public mutating func uint16(_ value: UInt16) throws(BusError) {
         var value = value
         try check(sd_bus_message_append_basic(message, CChar(UInt8(ascii: "q")), &value), "q")
     }
 
-    mutating func int16(_ value: Int16) throws(BusError) {
+    public mutating func int16(_ value: Int16) throws(BusError) {
         var value = value
         try check(sd_bus_message_append_basic(message, CChar(UInt8(ascii: "n")), &value), "n")
     }
 
-    mutating func uint32(_ value: UInt32) throws(BusError) {
+    public mutating func uint32(_ value: UInt32) throws(BusError) {
         var value = value
         try check(sd_bus_message_append_basic(message, CChar(UInt8(ascii: "u")), &value), "u")
     }
 
-    mutating func bool(_ value: Bool) throws(BusError) {
+    public mutating func int32(_ value: Int32) throws(BusError) {
+        var value = value
+        try check(sd_bus_message_append_basic(message, CChar(UInt8(ascii: "i")), &value), "i")
+    }
+
+    public mutating func bool(_ value: Bool) throws(BusError) {
         var value: Int32 = value ? 1 : 0 // D-Bus booleans are 32 bits wide
         try check(sd_bus_message_append_basic(message, CChar(UInt8(ascii: "b")), &value), "b")
     }
 
-    mutating func bytes(_ bytes: [UInt8]) throws(BusError) {
+    public mutating func bytes(_ bytes: [UInt8]) throws(BusError) {
         try check(bytes.withUnsafeBytes { sd_bus_message_append_array(message, CChar(UInt8(ascii: "y")), $0.baseAddress, $0.count) }, "ay")
     }
 
     /// Writes a container ("a", "e", "v" or "r") holding `contents`, filled by `body`.
-    mutating func container(_ type: Character, _ contents: String, _ body: (inout MessageWriter) throws(BusError) -> Void) throws(BusError) {
+    public mutating func container(_ type: Character, _ contents: String, _ body: (inout MessageWriter) throws(BusError) -> Void) throws(BusError) {
         try check(sd_bus_message_open_container(message, CChar(type.asciiValue!), contents), "open \(type)\(contents)")
         try body(&self)
         try check(sd_bus_message_close_container(message), "close \(type)\(contents)")
     }
 
+    /// An array of strings (as).
+    public mutating func strings(_ values: [String]) throws(BusError) {
+        try container("a", "s") { (array: inout MessageWriter) throws(BusError) in
+            for value in values { try array.string(value) }
+        }
+    }
+
     /// An a{sv} dictionary entry: key and a variant of `signature` filled by `body`.
-    mutating func option(_ key: String, _ signature: String, _ body: (inout MessageWriter) throws(BusError) -> Void) throws(BusError) {
+    public mutating func option(_ key: String, _ signature: String, _ body: (inout MessageWriter) throws(BusError) -> Void) throws(BusError) {
         try container("e", "sv") { (entry: inout MessageWriter) throws(BusError) in
             try entry.string(key)
             try entry.container("v", signature, body)
@@ -297,23 +329,24 @@ struct MessageWriter {
 }
 
 /// Reads a whole message body into values, within a budget: bluetoothd
-/// relays what strangers' radios send, so depth and count are bounded.
-struct MessageReader {
-    let message: OpaquePointer
-    static let maximumDepth = 16
-    static let maximumValues = 20_000
+/// relays what strangers' radios send, and any client on the session bus can
+/// send a signal, so depth and count are bounded.
+public struct MessageReader {
+    public let message: OpaquePointer
+    public static let maximumDepth = 16
+    public static let maximumValues = 20_000
     private var budget = MessageReader.maximumValues
 
-    init(message: OpaquePointer) {
+    public init(message: OpaquePointer) {
         self.message = message
     }
 
-    static func values(of message: OpaquePointer) throws(BusError) -> [BusValue] {
+    public static func values(of message: OpaquePointer) throws(BusError) -> [BusValue] {
         var reader = MessageReader(message: message)
         return try reader.readAll()
     }
 
-    mutating func readAll() throws(BusError) -> [BusValue] {
+    public mutating func readAll() throws(BusError) -> [BusValue] {
         var values: [BusValue] = []
         while let value = try next(depth: 0) { values.append(value) }
         return values

@@ -1,7 +1,7 @@
 import CSystemd
 import Glibc
 import HandoffCore
-@testable import HandoffBlueZ
+@testable import HandoffDBus
 import Testing
 
 /// MessageWriter and MessageReader against sd-bus itself: a message is built,
