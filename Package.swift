@@ -44,7 +44,9 @@ let package = Package(
         // Ed25519 identities, signatures and BLAKE2b digests over libsodium.
         .target(name: "HandoffCrypto", dependencies: ["CSodium", "HandoffCore"]),
         // Sockets: UDP multicast discovery, the transfer socket, the local API socket.
-        .target(name: "HandoffTransport", dependencies: ["HandoffCore"]),
+        // Linux calls Swift's Glibc module does not import: memfd_create, seals, SCM_RIGHTS.
+        .target(name: "CLinux"),
+        .target(name: "HandoffTransport", dependencies: ["CLinux", "HandoffCore"]),
         // mDNS: publish and browse _handoff._tcp through avahi-daemon.
         .target(name: "HandoffMDNS", dependencies: ["CAvahi", "HandoffCore", "HandoffTransport"]),
         // Bluetooth LE: HCI transports (raw socket, H4 over Unix), the controller driver, beacons.

@@ -1,0 +1,31 @@
+#ifndef HANDOFF_CLINUX_H
+#define HANDOFF_CLINUX_H
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Linux calls and macros Swift's Glibc module does not import:
+   memfd_create (needs _GNU_SOURCE) and the CMSG_* macros of SCM_RIGHTS. */
+
+/* memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING); -1 and errno on failure. */
+int handoff_memfd_create(const char *name);
+
+/* Seals a memfd against writes, shrinking and growing, and against further
+   seals. Fails (EBUSY) while a writable shared mapping of it exists. */
+int handoff_memfd_seal(int fd);
+
+/* 1 when fd carries at least the seals handoff_memfd_seal adds, 0 when not,
+   -1 and errno when it cannot be asked (not a memfd). */
+int handoff_memfd_is_sealed(int fd);
+
+/* sendmsg of `length` bytes with up to `count` descriptors attached
+   (SCM_RIGHTS, count <= HANDOFF_MAX_PASSED_FDS); MSG_NOSIGNAL. Returns bytes sent. */
+ssize_t handoff_send_with_fds(int socket, const void *bytes, size_t length, const int *fds, int count);
+
+/* recvmsg into `bytes`; descriptors that came with these bytes are stored
+   (close-on-exec) in `fds`, their number in `*count`. A message that carried
+   more than `capacity` descriptors has the extras closed and `*truncated` set. */
+ssize_t handoff_recv_with_fds(int socket, void *bytes, size_t length, int *fds, int capacity, int *count, int *truncated);
+
+#define HANDOFF_MAX_PASSED_FDS 4
+
+#endif

@@ -1,0 +1,79 @@
+#define _GNU_SOURCE
+#include "CLinux.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define HANDOFF_SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
+
+int handoff_memfd_create(const char *name) {
+    return memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+}
+
+int handoff_memfd_seal(int fd) {
+    return fcntl(fd, F_ADD_SEALS, HANDOFF_SEALS);
+}
+
+int handoff_memfd_is_sealed(int fd) {
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0) return -1;
+    return (seals & HANDOFF_SEALS) == HANDOFF_SEALS ? 1 : 0;
+}
+
+ssize_t handoff_send_with_fds(int socket, const void *bytes, size_t length, const int *fds, int count) {
+    if (count < 0 || count > HANDOFF_MAX_PASSED_FDS || length == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    union {
+        char buffer[CMSG_SPACE(sizeof(int) * HANDOFF_MAX_PASSED_FDS)];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    struct iovec iov = { .iov_base = (void *)bytes, .iov_len = length };
+    struct msghdr message = { .msg_iov = &iov, .msg_iovlen = 1 };
+    if (count > 0) {
+        message.msg_control = control.buffer;
+        message.msg_controllen = CMSG_SPACE(sizeof(int) * count);
+        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+        header->cmsg_level = SOL_SOCKET;
+        header->cmsg_type = SCM_RIGHTS;
+        header->cmsg_len = CMSG_LEN(sizeof(int) * count);
+        memcpy(CMSG_DATA(header), fds, sizeof(int) * count);
+    }
+    return sendmsg(socket, &message, MSG_NOSIGNAL);
+}
+
+ssize_t handoff_recv_with_fds(int socket, void *bytes, size_t length, int *fds, int capacity, int *count, int *truncated) {
+    union {
+        char buffer[CMSG_SPACE(sizeof(int) * 16)];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = { .iov_base = bytes, .iov_len = length };
+    struct msghdr message = { .msg_iov = &iov, .msg_iovlen = 1,
+                              .msg_control = control.buffer, .msg_controllen = sizeof control.buffer };
+    *count = 0;
+    *truncated = 0;
+    ssize_t received = recvmsg(socket, &message, MSG_CMSG_CLOEXEC);
+    if (received < 0) return received;
+    if (message.msg_flags & MSG_CTRUNC) *truncated = 1;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+        int passed = (int)((header->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        const unsigned char *data = CMSG_DATA(header);
+        for (int i = 0; i < passed; i++) {
+            int fd;
+            memcpy(&fd, data + sizeof(int) * i, sizeof fd);
+            if (*count < capacity) {
+                fds[(*count)++] = fd;
+            } else {
+                close(fd);
+                *truncated = 1;
+            }
+        }
+    }
+    return received;
+}
