@@ -30,7 +30,7 @@ INSTALL = os.path.join(REPO, "Scripts", "install")
 UNINSTALL = os.path.join(REPO, "Scripts", "uninstall")
 BIN = os.environ.get("HANDOFF_BIN", os.path.join(REPO, ".build", "debug"))
 PREFIX = "/usr/local"
-PROGRAMS = ["handoffd", "handoff-peer", "handoff-ble-check"]
+PROGRAMS = ["handoffd", "handoff-peer", "handoff-ble-check", "handoff-notify"]
 # Every file install promises (README, Scripts/install --help), with its mode.
 PROMISED = {
     **{f"{PREFIX}/bin/{program}": 0o755 for program in PROGRAMS},
@@ -40,8 +40,11 @@ PROMISED = {
     "/etc/firewalld/services/handoff.xml": 0o644,
     f"{PREFIX}/share/bash-completion/completions/handoff-peer": 0o644,
     f"{PREFIX}/share/zsh/site-functions/_handoff-peer": 0o644,
+    f"{PREFIX}/share/fish/vendor_completions.d/handoff-peer.fish": 0o644,
     f"{PREFIX}/share/man/man1/handoff-peer.1": 0o644,
     f"{PREFIX}/share/man/man1/handoff-ble-check.1": 0o644,
+    f"{PREFIX}/share/man/man1/handoff-notify.1": 0o644,
+    "/etc/xdg/autostart/handoff-notify.desktop": 0o644,
     f"{PREFIX}/share/man/man8/handoffd.8": 0o644,
     f"{PREFIX}/share/handoff/install-manifest": 0o644,
 }
@@ -211,7 +214,7 @@ class Install(unittest.TestCase):
 
     def test_5_manual_pages_document_every_command_and_option(self):
         peer = os.path.join(BIN, "handoff-peer")
-        pages = {"man1/handoff-peer.1": None, "man1/handoff-ble-check.1": None, "man8/handoffd.8": None}
+        pages = {"man1/handoff-peer.1": None, "man1/handoff-ble-check.1": None, "man1/handoff-notify.1": None, "man8/handoffd.8": None}
         for page in pages:
             with open(self.path(f"{PREFIX}/share/man/{page}")) as handle:
                 pages[page] = handle.read()
@@ -285,7 +288,7 @@ class Install(unittest.TestCase):
             broken = os.path.join(destdir, "..", os.path.basename(destdir) + "-bin")
             os.makedirs(broken)
             try:
-                for program in ("handoffd", "handoff-ble-check"):
+                for program in ("handoffd", "handoff-ble-check", "handoff-notify"):
                     shutil.copy(os.path.join(BIN, program), broken)
                 with open(os.path.join(broken, "handoff-peer"), "w") as handle:
                     handle.write("#!/bin/sh\nexit 3\n")

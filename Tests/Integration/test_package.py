@@ -26,7 +26,7 @@ from harness import REPO, lab, offer_of, peer, peer_json, require_root, wait_unt
 
 PACKAGE = os.path.join(REPO, "Scripts", "package")
 OUTPUT = os.path.join(REPO, ".build", "package", "deb")
-PROGRAMS = ["handoffd", "handoff-peer", "handoff-ble-check"]
+PROGRAMS = ["handoffd", "handoff-peer", "handoff-ble-check", "handoff-notify"]
 # Every file the package ships, with its mode (Scripts/package --help, Docs/INSTALL.md "Package").
 FILES = {
     **{f"/usr/bin/{program}": 0o755 for program in PROGRAMS},
@@ -37,19 +37,15 @@ FILES = {
     "/usr/share/man/man8/handoffd.8.gz": 0o644,
     "/usr/share/man/man1/handoff-peer.1.gz": 0o644,
     "/usr/share/man/man1/handoff-ble-check.1.gz": 0o644,
+    "/usr/share/man/man1/handoff-notify.1.gz": 0o644,
+    "/etc/xdg/autostart/handoff-notify.desktop": 0o644,
     "/usr/share/bash-completion/completions/handoff-peer": 0o644,
     "/usr/share/zsh/vendor-completions/_handoff-peer": 0o644,
     "/usr/share/fish/vendor_completions.d/handoff-peer.fish": 0o644,
     "/usr/share/doc/handoff/copyright": 0o644,
     "/usr/share/doc/handoff/changelog.gz": 0o644,
 }
-CONFFILES = {"/etc/default/handoffd", "/etc/ufw/applications.d/handoff"}
-# The notification agent joins the package once it is in the tree (Scripts/package).
-if os.path.isdir(os.path.join(REPO, "Sources", "handoff-notify")):
-    PROGRAMS.append("handoff-notify")
-    FILES.update({"/usr/bin/handoff-notify": 0o755, "/usr/share/man/man1/handoff-notify.1.gz": 0o644,
-                  "/etc/xdg/autostart/handoff-notify.desktop": 0o644})
-    CONFFILES.add("/etc/xdg/autostart/handoff-notify.desktop")
+CONFFILES = {"/etc/default/handoffd", "/etc/ufw/applications.d/handoff", "/etc/xdg/autostart/handoff-notify.desktop"}
 # postinst enables the user unit for every user (deb-systemd-helper --user enable).
 ENABLED_LINK = "/etc/systemd/user/default.target.wants/handoffd.service"
 PORTS = {("udp", 47180), ("udp", 47181), ("tcp", 47181), ("udp", 5353)}
