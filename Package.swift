@@ -47,6 +47,9 @@ let package = Package(
         // Linux calls Swift's Glibc module does not import: memfd_create, seals, SCM_RIGHTS.
         .target(name: "CLinux"),
         .target(name: "HandoffTransport", dependencies: ["CLinux", "HandoffCore"]),
+        // The local API's requests, replies and events as types, with their one JSON codec:
+        // handoffd, HandoffKit, handoff-peer and handoff-notify all speak through it. Pure.
+        .target(name: "HandoffAPI", dependencies: ["HandoffCore"]),
         // mDNS: publish and browse _handoff._tcp through avahi-daemon.
         .target(name: "HandoffMDNS", dependencies: ["CAvahi", "HandoffCore", "HandoffTransport"]),
         // Bluetooth LE: HCI transports (raw socket, H4 over Unix), the controller driver, beacons.
@@ -55,24 +58,25 @@ let package = Package(
         .target(name: "HandoffDBus", dependencies: ["CSystemd", "HandoffCore"]),
         .target(name: "HandoffBlueZ", dependencies: ["CSystemd", "HandoffDBus", "HandoffBluetooth", "HandoffCore", "HandoffTransport"]),
         // The daemon as a library: state, wiring, request handling.
-        .target(name: "HandoffDaemon", dependencies: ["HandoffCore", "HandoffCrypto", "HandoffTransport", "HandoffMDNS", "HandoffBluetooth", "HandoffBlueZ"]),
+        .target(name: "HandoffDaemon", dependencies: ["HandoffAPI", "HandoffCore", "HandoffCrypto", "HandoffTransport", "HandoffMDNS", "HandoffBluetooth", "HandoffBlueZ"]),
         // Checks a Bluetooth controller on real hardware: advertise and scan for a few seconds.
         .executableTarget(name: "handoff-ble-check", dependencies: ["HandoffBluetooth", "HandoffBlueZ", "HandoffCore", "HandoffCrypto", "HandoffTransport"]),
         .executableTarget(name: "handoffd", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffTransport"]),
         // Client of the local API, used by apps and by handoff-peer.
-        .target(name: "HandoffKit", dependencies: ["HandoffCore", "HandoffTransport"]),
-        .executableTarget(name: "handoff-peer", dependencies: ["HandoffKit", "HandoffCore"]),
+        .target(name: "HandoffKit", dependencies: ["HandoffAPI", "HandoffCore", "HandoffTransport"]),
+        .executableTarget(name: "handoff-peer", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore"]),
         // The session agent: offers as desktop notifications (org.freedesktop.Notifications, sd-bus).
         // -Onone in release: Swift 6.3's optimizer spent over 10 minutes on this module
         // (whole-module, release) without finishing; the agent waits on D-Bus, not the CPU.
-        .target(name: "HandoffNotify", dependencies: ["CSystemd", "HandoffDBus", "HandoffKit", "HandoffCore", "HandoffTransport"],
+        .target(name: "HandoffNotify", dependencies: ["CSystemd", "HandoffDBus", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"],
                 swiftSettings: [.unsafeFlags(["-Onone"], .when(configuration: .release))]),
         .executableTarget(name: "handoff-notify", dependencies: ["HandoffNotify", "HandoffCore"]),
         // Example app using HandoffKit end to end (Examples/Reader).
         .executableTarget(name: "handoff-reader", dependencies: ["HandoffKit", "HandoffCore"], path: "Examples/Reader",
                           exclude: ["handoff-reader.desktop"]),
-        .testTarget(name: "HandoffNotifyTests", dependencies: ["HandoffNotify", "HandoffCore"]),
-        .testTarget(name: "HandoffKitTests", dependencies: ["HandoffKit", "HandoffCore"]),
+        .testTarget(name: "HandoffNotifyTests", dependencies: ["HandoffNotify", "HandoffAPI", "HandoffCore"]),
+        .testTarget(name: "HandoffKitTests", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
+        .testTarget(name: "HandoffAPITests", dependencies: ["HandoffAPI", "HandoffCore"]),
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "HandoffCrypto"], exclude: ["Vectors.md"]),
         .testTarget(name: "HandoffCryptoTests", dependencies: ["HandoffCrypto", "HandoffCore"]),
         .testTarget(name: "HandoffTransportTests", dependencies: ["HandoffTransport", "HandoffCore"]),

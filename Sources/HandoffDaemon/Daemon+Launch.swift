@@ -1,4 +1,5 @@
 import Foundation
+import HandoffAPI
 import HandoffCore
 import HandoffTransport
 
@@ -10,7 +11,9 @@ struct PendingDelivery {
     /// The `.desktop` file's id (its file name): what the started app is matched by.
     var desktopID: String
     var type: String
-    var events: [JSONValue]
+    var events: [Event]
+    /// The continuation's payload, for the app when it asked for payloads.
+    var payload: PayloadBuffer
     var waiter: CheckedContinuation<Result<ObjectIdentifier, HandoffError>, Never>
 }
 
@@ -24,13 +27,14 @@ extension Daemon {
 
     /// After the fetch: delivers to the target, then reports exactly one of continued or failed.
     func finishAccept(_ fetched: AcceptOutcome, acceptID: Int64, peer: Peer, type: String, target: DeliveryTarget,
-                      willContinue: JSONValue) async -> AcceptOutcome {
+                      willContinue: Event) async -> AcceptOutcome {
         var outcome = fetched
         if case let .failure(error) = fetched { outcome = .failure(await explainFetchFailure(error, peer: peer)) }
         var appConnection: ObjectIdentifier?
         if case let .success(result) = outcome, activeAccepts[acceptID] != nil {
-            let continued: JSONValue = ["event": "continued", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
-                                        "activity": result.activity.json, "deliverTo": .string(target.app)]
+            let continued = Event.continued(ContinuedEvent(acceptID: acceptID, peer: peer.deviceID.description,
+                                                           activity: ActivityHeader(result.activity), deliverTo: target.app,
+                                                           payloadBytes: Int64(result.payload.count)))
             switch target.kind {
             case .running, .terminal:
                 break
@@ -38,7 +42,7 @@ extension Daemon {
                 if let failure = await openInBrowser(result.activity.webpageURL ?? "") { outcome = .failure(failure) }
             case let .launch(exec, desktopID):
                 switch await launch(app: target.app, exec: exec, desktopID: desktopID, type: type, acceptID: acceptID,
-                                    events: [willContinue, continued]) {
+                                    events: [willContinue, continued], payload: result.payload) {
                 case let .success(connection): appConnection = connection
                 case let .failure(failure): outcome = .failure(failure)
                 }
@@ -49,16 +53,13 @@ extension Daemon {
         switch outcome {
         case let .success(result):
             log.info("continued type \(type) from \(peer.deviceID) in \(target.app): handshake \(Int(result.timing.handshakeMillis)) ms, transfer \(Int(result.timing.transferMillis)) ms")
-            let continued: JSONValue = ["event": "continued", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
-                                        "activity": result.activity.json, "deliverTo": .string(target.app)]
             // A started app already got it, with its willContinue, when it declared.
-            for (id, sink) in subscribers where ObjectIdentifier(sink.connection) != appConnection && !sink.send(continued) {
-                subscribers.removeValue(forKey: id)
-            }
+            broadcastContinued(ContinuedEvent(acceptID: acceptID, peer: peer.deviceID.description, activity: ActivityHeader(result.activity),
+                                              deliverTo: target.app, payloadBytes: Int64(result.payload.count)),
+                               payload: result.payload, except: appConnection)
         case let .failure(error):
             log.info("accept of type \(type) from \(peer.deviceID) failed: \(error.code.rawValue)")
-            broadcast(["event": "failed", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
-                       "type": .string(type), "error": error.json, "deliverTo": .string(target.app)])
+            broadcast(.failed(acceptID: acceptID, peer: peer.deviceID.description, type: type, error: error, deliverTo: target.app))
         }
         return outcome
     }
@@ -66,7 +67,7 @@ extension Daemon {
     /// Starts a declared app (AppStarter says how) and waits until it takes the continuation (it declares the
     /// type from the `.desktop` file it was started from), exits with an error, or the bound passes.
     func launch(app: String, exec: String, desktopID: String, type: String, acceptID: Int64,
-                events: [JSONValue]) async -> Result<ObjectIdentifier, HandoffError> {
+                events: [Event], payload: PayloadBuffer) async -> Result<ObjectIdentifier, HandoffError> {
         let words = AppDeclarations.commandLine(exec: exec)
         guard !words.isEmpty else {
             return .failure(HandoffError(.app, "\(app) declares \(type), but the Exec line of \(desktopID) is empty.",
@@ -101,7 +102,7 @@ extension Daemon {
         }
         let bound = Self.launchWaitMillis
         return await withCheckedContinuation { waiter in
-            pendingDeliveries.append(PendingDelivery(id: acceptID, app: app, desktopID: desktopID, type: type, events: events, waiter: waiter))
+            pendingDeliveries.append(PendingDelivery(id: acceptID, app: app, desktopID: desktopID, type: type, events: events, payload: payload, waiter: waiter))
             Task {
                 try? await Task.sleep(for: .milliseconds(bound))
                 self.endPending(acceptID, HandoffError(
@@ -141,9 +142,15 @@ extension Daemon {
             log.info("handing the continuation of \(delivery.type) to \(app), which was started for it")
             // Addressed to the name it declared with, which its .desktop file's Name= need not be.
             for event in delivery.events {
-                guard case var .object(fields) = event else { continue }
-                fields["deliverTo"] = .string(app)
-                _ = sink.send(.object(fields))
+                switch event {
+                case let .willContinue(acceptID, peer, type, _):
+                    _ = sink.send(.willContinue(acceptID: acceptID, peer: peer, type: type, deliverTo: app))
+                case var .continued(continued):
+                    continued.deliverTo = app
+                    _ = sendContinued(continued, payload: delivery.payload, to: sink, app: app)
+                default:
+                    _ = sink.send(event)
+                }
             }
             delivery.waiter.resume(returning: .success(ObjectIdentifier(connection)))
         }

@@ -1,16 +1,25 @@
 import Foundation
+import HandoffAPI
 import HandoffCore
 import HandoffCrypto
 import HandoffTransport
 
-/// The local API (Docs/LOCAL-API.md): one JSON object per line each way.
-/// Requests carry `op` and an optional `id` echoed in the reply.
+/// The local API (Docs/LOCAL-API.md): one JSON object per line each way, typed
+/// by HandoffAPI (`RequestEnvelope`, `Reply`, `Event`). Requests carry `op` and an
+/// optional `id` echoed in the reply; payloads travel as sealed memfds (SCM_RIGHTS).
 extension Daemon {
-    /// Large enough for a userInfo at its hard limit, base64-encoded.
+    /// Large enough for a userInfo at its hard limit, base64-encoded: the JSON publish
+    /// kept for scripts. Apps (HandoffKit) publish large payloads by descriptor.
     static let maximumRequestBytes = ActivityLimits.payloadBytes / 3 * 4 + 1024 * 1024
     static let localSendTimeoutMillis = 5_000
 
-    /// Runs on the client's own thread: read a line, hand it to the actor, write the reply.
+    /// What a handler answers: the result, and the payload to attach (accept with `payload`).
+    struct LocalReply {
+        var result: JSONValue
+        var payload: PayloadBuffer?
+    }
+
+    /// Runs on the client's own thread: read a line, decode it, hand it to the actor, write the reply.
     nonisolated func serveLocalClient(_ connection: StreamConnection) {
         defer {
             connection.close()
@@ -25,207 +34,289 @@ extension Daemon {
                 line = try connection.readLine(maxBytes: Self.maximumRequestBytes)
             } catch {
                 if error.errno == EMSGSIZE {
-                    let reply = Self.reply(id: nil, error: .invalidRequest("The request is longer than \(Self.maximumRequestBytes) bytes."))
-                    try? connection.write(Array((reply.encodedLine() + "\n").utf8))
+                    let reply = Reply(id: nil, outcome: .failure(.invalidRequest("The request is longer than \(Self.maximumRequestBytes) bytes.")))
+                    try? connection.write(JSONWriter.line(reply.json))
                 }
                 return
             }
             guard let line else { return }
             if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\r") }) { continue }
-            guard let reply = waitFor({ await self.handle(line: line, connection: connection) }) else { continue }
-            guard (try? connection.write(Array((reply.encodedLine() + "\n").utf8))) != nil else { return }
+            let reply: Reply?
+            var attached: PayloadBuffer?
+            switch RequestEnvelope.decode(line: line) {
+            case let .failure(failure):
+                // Whatever descriptors the bad line declared are taken and closed, so the next line gets its own.
+                for descriptor in (try? connection.takeDescriptors(failure.descriptorCount)) ?? [] { close(descriptor) }
+                reply = Reply(id: failure.id, outcome: .failure(failure.error))
+            case let .success(envelope):
+                do throws(HandoffError) {
+                    let activity = try Self.publishedPayload(envelope.request, connection: connection)
+                    let request = envelope.request
+                    let handled = waitFor { await self.handle(request, payloadActivity: activity, id: envelope.id, connection: connection) }
+                    switch handled {
+                    case nil: reply = nil
+                    case let .success(answer)?:
+                        attached = answer.payload
+                        reply = Reply(id: envelope.id, outcome: .success(answer.result))
+                    case let .failure(error)?:
+                        reply = Reply(id: envelope.id, outcome: .failure(error))
+                    }
+                } catch {
+                    reply = Reply(id: envelope.id, outcome: .failure(error))
+                }
+            }
+            guard let reply else { continue }
+            let bytes = JSONWriter.line(reply.json)
+            // The payload stays mapped here until the kernel has passed its descriptor on.
+            let sent = withExtendedLifetime(attached) {
+                (try? connection.write(bytes, passing: attached.map { [$0.descriptorForPassing] } ?? [])) != nil
+            }
+            guard sent else { return }
         }
     }
 
-    /// Never throws: a malformed request gets an error reply and changes nothing.
-    func handle(line: [UInt8], connection: StreamConnection) async -> JSONValue? {
-        guard let request = try? JSONValue.parse(Data(line)), let fields = request.objectValue else {
-            return Self.reply(id: nil, error: .invalidRequest("The request is not a JSON object."))
-        }
-        let id = fields["id"]
-        guard let op = fields["op"]?.stringValue else {
-            return Self.reply(id: id, error: .invalidRequest("The request has no \"op\"."))
-        }
-        do throws(HandoffError) {
-            guard let result = try await perform(op, fields, connection: connection, id: id) else { return nil }
-            return ["id": id ?? .null, "ok": true, "result": result]
+    /// A publish by descriptor: adopts the sealed memfd (its size checked before it
+    /// is mapped) and decodes the activity, on the client's thread, not the actor's.
+    nonisolated static func publishedPayload(_ request: Request, connection: StreamConnection) throws(HandoffError) -> Activity? {
+        guard case .publish(.descriptor) = request else { return nil }
+        let descriptor: Int32
+        do {
+            descriptor = try connection.takeDescriptors(1)[0]
         } catch {
-            return Self.reply(id: id, error: error)
+            throw .invalidRequest("The publish names \"payloadFd\": 0, but no descriptor came with it.")
+        }
+        let buffer: PayloadBuffer
+        do {
+            buffer = try PayloadBuffer(adopting: descriptor, maximumBytes: ActivityLimits.payloadBytes)
+        } catch where error.errno == EMSGSIZE {
+            throw HandoffError(.payloadTooLarge, "The payload is larger than \(ActivityLimits.payloadBytes) bytes, the limit.",
+                               fix: "Shrink the activity's userInfo; put bulk content in a file whose location travels in userInfo.")
+        } catch {
+            throw .invalidRequest("The payload descriptor is not usable: \(error). It must be a sealed memfd (Docs/LOCAL-API.md).")
+        }
+        do {
+            return try Activity(payload: Array(buffer.bytes))
+        } catch {
+            // The decoder's own errors are about a received payload; here the caller made it.
+            throw HandoffError(.invalidActivity, "The published payload is not an activity: \(error.message)",
+                               fix: "Encode it with Activity.encodedPayload() (HandoffKit does).")
         }
     }
 
-    static func reply(id: JSONValue?, error: HandoffError) -> JSONValue {
-        ["id": id ?? .null, "ok": false, "error": error.json]
+    /// Never throws: a bad request gets an error and changes nothing. nil when
+    /// the reply was already sent (subscribe).
+    func handle(_ request: Request, payloadActivity: Activity?, id: JSONValue?,
+                connection: StreamConnection) async -> Result<LocalReply, HandoffError>? {
+        do throws(HandoffError) {
+            guard let result = try await perform(request, payloadActivity: payloadActivity, id: id, connection: connection) else { return nil }
+            return .success(result)
+        } catch {
+            return .failure(error)
+        }
     }
 
-    /// Returns nil when the reply was already sent (subscribe).
-    private func perform(_ op: String, _ fields: [String: JSONValue], connection: StreamConnection,
-                         id: JSONValue?) async throws(HandoffError) -> JSONValue? {
-        switch op {
-        case "publish":
-            guard let body = fields["activity"] else { throw .invalidRequest("publish needs an \"activity\" object.") }
-            try requireEnabledToOffer()
-            let entry = try publish(try Activity(json: body))
-            offerInvalidated = false
-            return publishResult(entry)
-        case "becomeCurrent":
-            guard let activity = resigned ?? published?.activity else {
-                throw HandoffError(.notFound, "There is no resigned activity to make current again.",
-                                   fix: "Publish the activity instead.")
-            }
-            try requireEnabledToOffer()
-            let entry = try publish(activity)
-            offerInvalidated = false
-            return publishResult(entry)
-        case "resign":
-            let had = published != nil
-            if let current = published { resigned = current.activity }
-            published = nil
-            announce()
-            return ["resigned": .bool(had)]
-        case "invalidate":
-            let had = published != nil || resigned != nil
-            published = nil
-            resigned = nil
-            if had { offerInvalidated = true }
-            announce()
-            return ["invalidated": .bool(had)]
-        case "list":
-            return ["peers": .array(peerList())]
-        case "accept":
-            let (peer, activity, timing) = try await accept(try reference(fields), requireApp: fields["requireApp"]?.boolValue ?? false)
-            return ["peer": .string(peer.deviceID.description), "name": .string(peer.name), "activity": activity.json,
-                    "deliverTo": .string(deliveryTarget(for: activity.type, hasWebpage: activity.webpageURL != nil).app),
-                    "handshakeMillis": .double((timing.handshakeMillis * 1000).rounded() / 1000),
-                    "transferMillis": .double((timing.transferMillis * 1000).rounded() / 1000)]
-        case "decline":
-            let peer = try peers.resolve(try reference(fields))
-            guard let offer = peer.visibleOffer(nowMillis: wallClockMillis()) else {
-                throw HandoffError(.notFound, "\(peer.name) offers nothing to decline.", fix: "Run 'handoff-peer list'.")
-            }
-            peers.decline(peer.key, sequence: offer.summary.sequence)
-            history.declined(peer.key, sequence: offer.summary.sequence, nowMillis: wallClockMillis())
-            broadcast(["event": "declined", "peer": .string(peer.deviceID.description), "type": .string(offer.summary.activityType)])
-            return ["declined": .string(peer.deviceID.description)]
-        case "status":
-            return status()
-        case "id":
-            return ["deviceId": .string(deviceID.description), "publicKey": .string(identity.publicKey.hex),
-                    "name": .string(configuration.name)]
-        case "pair":
-            let result = await startPairing(reference: fields["peer"]?.stringValue, address: fields["address"]?.stringValue)
-            return try pairingOffer(result.get())
-        case "pairListen":
-            let seconds = Int(clamping: fields["timeoutSeconds"]?.integerValue ?? 120)
-            guard (1...3600).contains(seconds) else { throw .invalidRequest("\"timeoutSeconds\" must be 1 to 3600.") }
-            return try pairingOffer(await listenForPairing(seconds: seconds).get())
-        case "pairConfirm":
-            guard let session = fields["session"]?.integerValue, let accept = fields["accept"]?.boolValue else {
-                throw .invalidRequest("pairConfirm needs \"session\" (from pair or pairListen) and \"accept\" (true or false).")
-            }
+    /// The dispatch table: one handler per request case (exhaustive, so a new op cannot go unhandled).
+    private func perform(_ request: Request, payloadActivity: Activity?, id: JSONValue?,
+                         connection: StreamConnection) async throws(HandoffError) -> LocalReply? {
+        func plain(_ result: JSONValue) -> LocalReply { LocalReply(result: result) }
+        switch request {
+        case .hello: return plain(HelloResult().json)
+        case let .publish(body): return plain(try publishRequest(body, payloadActivity: payloadActivity))
+        case .becomeCurrent: return plain(try becomeCurrentRequest())
+        case .resign: return plain(resignRequest())
+        case .invalidate: return plain(invalidateRequest())
+        case .list: return plain(["peers": .array(peerList().map(\.json))])
+        case let .accept(peer, requireApp, payload): return try await acceptRequest(peer, requireApp: requireApp, payload: payload)
+        case let .decline(peer): return plain(try declineRequest(peer))
+        case .status: return plain(status())
+        case .id:
+            return plain(IdentityInfo(deviceID: deviceID.description, publicKey: identity.publicKey.hex, name: configuration.name).json)
+        case let .pair(peer, address):
+            return plain(pairingOffer(try await startPairing(reference: peer, address: address).get()).json)
+        case let .pairListen(seconds): return plain(pairingOffer(try await listenForPairing(seconds: Int(seconds)).get()).json)
+        case let .pairConfirm(session, accept):
             let offer = try await confirmPairing(session: Int(clamping: session), accept: accept).get()
-            return ["paired": true, "peer": .string(Ed25519.deviceID(of: offer.key).description), "name": .string(offer.name)]
-        case "pairable":
-            return ["devices": .array(pairableDevices().map {
-                ["peer": .string(Ed25519.deviceID(of: $0.key).description), "name": .string($0.name), "host": .string($0.host)]
-            })]
-        case "devices":
-            let inRange = Set(peers.peers.keys)
-            return ["devices": .array(trust.entries.values.sorted { $0.name < $1.name }.map {
-                ["peer": .string(Ed25519.deviceID(of: $0.key).description), "name": .string($0.name),
-                 "publicKey": .string($0.key.hex), "pairedAtMillis": .integer(Int64(clamping: $0.addedAtMillis)),
-                 "inRange": .bool(inRange.contains($0.key)),
-                 // Paired before discovery secrets existed: it can no longer be found until paired again.
-                 "needsPairingAgain": .bool($0.needsRepairing)]
-            })]
-        case "enable", "disable":
-            try setEnabled(op == "enable")
-            return ["enabled": .bool(settings.enabled)]
-        case "doctor":
-            return try await doctor(reference: fields["peer"]?.stringValue)
-        case "declare":
-            guard let app = fields["app"]?.stringValue, !app.isEmpty, let list = fields["types"]?.arrayValue else {
-                throw .invalidRequest("declare needs \"app\" (a name) and \"types\" (a list of activity types).")
-            }
-            var types: Set<String> = []
-            for item in list {
-                guard let type = item.stringValue else { throw .invalidRequest("\"types\" must hold strings.") }
-                try Activity.validateType(type)
-                types.insert(type)
-            }
-            // Held while this connection stays open: an app that quits stops declaring.
-            declarations.registered[ObjectIdentifier(connection)] = (app, types)
-            log.info("app \(app) declares \(types.count) activity type(s)")
-            deliverPending(to: connection, app: app, desktopID: fields["desktopId"]?.stringValue, types: types)
-            return ["declared": .array(types.sorted().map { .string($0) })]
-        case "declarations":
-            let disk = AppDeclarations.scanDisk().map { entry -> JSONValue in
-                ["app": .string(entry.name), "desktopFile": .string(entry.desktopID), "running": false,
-                 "types": .array(entry.types.map { .string($0) })]
-            }
-            let running = declarations.registered.values.map { entry -> JSONValue in
-                ["app": .string(entry.app), "running": true, "types": .array(entry.types.sorted().map { .string($0) })]
-            }
-            return ["apps": .array(running + disk)]
-        case "untrust":
-            return try untrustRequest(fields)
-        case "subscribe":
+            return plain(PairingResult(peer: Ed25519.deviceID(of: offer.key).description, name: offer.name).json)
+        case .pairable:
+            return plain(["devices": .array(pairableDevices().map {
+                PairableDevice(peer: Ed25519.deviceID(of: $0.key).description, name: $0.name, host: $0.host).json
+            })])
+        case .devices: return plain(["devices": .array(deviceList().map(\.json))])
+        case .enable, .disable:
+            try setEnabled(request == .enable)
+            return plain(["enabled": .bool(settings.enabled)])
+        case let .doctor(peer): return plain(try await doctor(reference: peer))
+        case let .declare(app, types, desktopID, payloads):
+            return plain(try declareRequest(app: app, types: types, desktopID: desktopID, payloads: payloads, connection: connection))
+        case .declarations: return plain(["apps": .array(declarationList().map(\.json))])
+        case let .untrust(peer): return plain(try untrustRequest(peer))
+        case let .subscribe(payloads):
             nextSubscriberID += 1
-            let sink = EventSink(connection: connection)
+            let sink = EventSink(connection: connection, wantsPayloads: payloads)
             subscribers[nextSubscriberID] = sink
-            _ = sink.send(["id": id ?? .null, "ok": true, "result": ["subscribed": true]])
+            // Through the sink, so the reply comes before the first event.
+            _ = sink.send(line: JSONWriter.line(Reply(id: id, outcome: .success(["subscribed": true])).json))
             return nil
-        default:
-            throw .invalidRequest("Unknown op '\(op)'. Known: publish, becomeCurrent, resign, invalidate, list, accept, decline, status, id, pair, pairListen, pairConfirm, pairable, devices, untrust, enable, disable, doctor, declare, declarations, subscribe.")
         }
     }
 
-    private func reference(_ fields: [String: JSONValue]) throws(HandoffError) -> String {
-        guard let peer = fields["peer"]?.stringValue, !peer.isEmpty else {
-            throw .invalidRequest("This op needs \"peer\": a device id (or a unique prefix of it) or a device name.")
+    private func publishRequest(_ body: Request.PublishBody, payloadActivity: Activity?) throws(HandoffError) -> JSONValue {
+        let activity: Activity
+        switch body {
+        case let .json(decoded): activity = decoded
+        case .descriptor:
+            guard let payloadActivity else { throw .invalidRequest("The publish's payload descriptor was not read.") }
+            activity = payloadActivity
         }
-        return peer
+        try requireEnabledToOffer()
+        let entry = try publish(activity)
+        offerInvalidated = false
+        return publishResult(entry).json
     }
 
-    private func publishResult(_ entry: PublishedActivity) -> JSONValue {
+    private func becomeCurrentRequest() throws(HandoffError) -> JSONValue {
+        guard let activity = resigned ?? published?.activity else {
+            throw HandoffError(.notFound, "There is no resigned activity to make current again.",
+                               fix: "Publish the activity instead.")
+        }
+        try requireEnabledToOffer()
+        let entry = try publish(activity)
+        offerInvalidated = false
+        return publishResult(entry).json
+    }
+
+    private func resignRequest() -> JSONValue {
+        let had = published != nil
+        if let current = published { resigned = current.activity }
+        published = nil
+        announce()
+        return ["resigned": .bool(had)]
+    }
+
+    private func invalidateRequest() -> JSONValue {
+        let had = published != nil || resigned != nil
+        published = nil
+        resigned = nil
+        if had { offerInvalidated = true }
+        announce()
+        return ["invalidated": .bool(had)]
+    }
+
+    private func acceptRequest(_ reference: String, requireApp: Bool, payload: Bool) async throws(HandoffError) -> LocalReply {
+        let (peer, activity, timing, buffer) = try await accept(reference, requireApp: requireApp)
+        let result = AcceptResult(
+            peer: peer.deviceID.description, name: peer.name, activity: ActivityHeader(activity),
+            deliverTo: deliveryTarget(for: activity.type, hasWebpage: activity.webpageURL != nil).app,
+            payloadBytes: Int64(buffer.count),
+            handshakeMillis: (timing.handshakeMillis * 1000).rounded() / 1000,
+            transferMillis: (timing.transferMillis * 1000).rounded() / 1000, payloadFd: payload ? 0 : nil)
+        return LocalReply(result: result.json, payload: payload ? buffer : nil)
+    }
+
+    private func declineRequest(_ reference: String) throws(HandoffError) -> JSONValue {
+        let peer = try peers.resolve(reference)
+        guard let offer = peer.visibleOffer(nowMillis: wallClockMillis()) else {
+            throw HandoffError(.notFound, "\(peer.name) offers nothing to decline.", fix: "Run 'handoff-peer list'.")
+        }
+        peers.decline(peer.key, sequence: offer.summary.sequence)
+        history.declined(peer.key, sequence: offer.summary.sequence, nowMillis: wallClockMillis())
+        broadcast(.declined(peer: peer.deviceID.description, type: offer.summary.activityType))
+        return ["declined": .string(peer.deviceID.description)]
+    }
+
+    private func deviceList() -> [DeviceEntry] {
+        let inRange = Set(peers.peers.keys)
+        return trust.entries.values.sorted { $0.name < $1.name }.map {
+            DeviceEntry(peer: Ed25519.deviceID(of: $0.key).description, name: $0.name, publicKey: $0.key.hex,
+                        pairedAtMillis: Int64(clamping: $0.addedAtMillis), inRange: inRange.contains($0.key),
+                        // Paired before discovery secrets existed: it can no longer be found until paired again.
+                        needsPairingAgain: $0.needsRepairing)
+        }
+    }
+
+    private func declareRequest(app: String, types list: [String], desktopID: String?, payloads: Bool,
+                                connection: StreamConnection) throws(HandoffError) -> JSONValue {
+        var types: Set<String> = []
+        for type in list {
+            try Activity.validateType(type)
+            types.insert(type)
+        }
+        // Held while this connection stays open: an app that quits stops declaring.
+        declarations.registered[ObjectIdentifier(connection)] = (app, types)
+        if payloads, let sink = subscribers.values.first(where: { $0.connection === connection }) { sink.wantsPayloads = true }
+        log.info("app \(app) declares \(types.count) activity type(s)")
+        deliverPending(to: connection, app: app, desktopID: desktopID, types: types)
+        return ["declared": .array(types.sorted().map { .string($0) })]
+    }
+
+    private func declarationList() -> [AppEntry] {
+        let running = declarations.registered.values.map { AppEntry(app: $0.app, running: true, types: $0.types.sorted(), desktopFile: nil) }
+        let disk = AppDeclarations.scanDisk().map { AppEntry(app: $0.name, running: false, types: $0.types, desktopFile: $0.desktopID) }
+        return running + disk
+    }
+
+    /// The verified payload in a sealed memfd, as accept hands it on (by descriptor).
+    nonisolated static func sealedPayload(_ activity: Activity) throws(HandoffError) -> PayloadBuffer {
+        let bytes = activity.encodedPayload()
+        let sealed = bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try PayloadBuffer.sealed(copying: raw) } }
+        switch sealed {
+        case let .success(buffer): return buffer
+        case let .failure(error):
+            throw HandoffError(.internal, "Cannot hold the \(bytes.count)-byte payload in memory: \(error).",
+                               fix: "Free some memory (or raise the memlock/file limits of handoffd), then accept again.")
+        }
+    }
+
+    /// Sends `continued` to every subscriber: the payload goes (by descriptor) only to
+    /// the app it is delivered to, and only when that app asked for payloads.
+    func broadcastContinued(_ event: ContinuedEvent, payload: PayloadBuffer, except skipped: ObjectIdentifier? = nil) {
+        for (id, sink) in subscribers where ObjectIdentifier(sink.connection) != skipped {
+            if !sendContinued(event, payload: payload, to: sink) { subscribers.removeValue(forKey: id) }
+        }
+    }
+
+    /// One `continued` to one sink, with the payload when the sink is the app it is for and asked for payloads.
+    func sendContinued(_ event: ContinuedEvent, payload: PayloadBuffer, to sink: EventSink, app: String? = nil) -> Bool {
+        let owner = app ?? declarations.registered[ObjectIdentifier(sink.connection)]?.app
+        guard sink.wantsPayloads, owner == event.deliverTo else { return sink.send(.continued(event)) }
+        var carrying = event
+        carrying.payloadFd = 0
+        return sink.send(.continued(carrying), payload: payload)
+    }
+
+    private func publishResult(_ entry: PublishedActivity) -> PublishReceipt {
         let userInfoBytes = entry.activity.encodedUserInfoSize
-        var warnings: [JSONValue] = []
+        var warnings: [String] = []
         if userInfoBytes > ActivityLimits.recommendedUserInfoBytes {
-            warnings.append(.string("userInfo is \(userInfoBytes) bytes, above Apple's 3 KB guidance; it still transfers, but keep activities small."))
+            warnings.append("userInfo is \(userInfoBytes) bytes, above Apple's 3 KB guidance; it still transfers, but keep activities small.")
         }
-        return ["sequence": .integer(Int64(clamping: entry.activity.sequence)),
-                "payloadBytes": .integer(Int64(entry.payload.count)),
-                "userInfoBytes": .integer(Int64(userInfoBytes)),
-                "warnings": .array(warnings)]
+        return PublishReceipt(sequence: Int64(clamping: entry.activity.sequence), payloadBytes: Int64(entry.payload.count),
+                              userInfoBytes: Int64(userInfoBytes), warnings: warnings)
     }
 
-    func peerList() -> [JSONValue] {
+    func peerList() -> [PeerEntry] {
         let now = wallClockMillis()
         // With Bluetooth on, only devices that are near are listed (design: "near each other").
         return peers.peers.values.filter { isNear($0.key, nowMillis: now) }
             .sorted { ($0.name, $0.deviceID) < ($1.name, $1.deviceID) }.map { peer in
-            var fields: [String: JSONValue] = [
-                "peer": .string(peer.deviceID.description), "name": .string(peer.name),
-                "hosts": .array(peer.hosts.map { .string($0) }), "port": .integer(Int64(peer.transferPort)),
-                "lastSeenMillisAgo": .integer(Int64(clamping: now &- peer.lastSeenMillis)),
-                "paths": .array(paths(of: peer, nowMillis: now).map { .string($0) }),
-                "proximity": proximityJSON(peer.key, nowMillis: now),
-            ]
-            if let offer = peer.visibleOffer(nowMillis: now) {
-                var summary = Self.offerJSON(offer.summary)
-                if case var .object(values) = summary {
-                    values["ageMillis"] = .integer(Int64(clamping: now &- offer.summary.timestampMillis))
-                    // Where accepting it would continue it: an app, "browser" or "terminal" (none here declares it).
-                    values["deliverTo"] = .string(deliveryTarget(for: offer.summary.activityType,
-                                                                 hasWebpage: peer.senderState.contains(.offerHasWebpageURL)).app)
-                    summary = .object(values)
-                }
-                fields["offer"] = summary
-            } else {
-                fields["offer"] = .null
+            var offer: OfferInfo?
+            if let visible = peer.visibleOffer(nowMillis: now) {
+                offer = Self.offerInfo(visible.summary)
+                offer?.ageMillis = Int64(clamping: now &- visible.summary.timestampMillis)
+                // Where accepting it would continue it: an app, "browser" or "terminal" (none here declares it).
+                offer?.deliverTo = deliveryTarget(for: visible.summary.activityType,
+                                                  hasWebpage: peer.senderState.contains(.offerHasWebpageURL)).app
             }
-            return .object(fields)
+            return PeerEntry(peer: peer.deviceID.description, name: peer.name, hosts: peer.hosts, port: Int64(peer.transferPort),
+                             lastSeenMillisAgo: Int64(clamping: now &- peer.lastSeenMillis),
+                             paths: paths(of: peer, nowMillis: now), proximity: proximityJSON(peer.key, nowMillis: now), offer: offer)
         }
+    }
+
+    static func offerInfo(_ summary: Summary) -> OfferInfo {
+        OfferInfo(type: summary.activityType, title: summary.title, payloadSize: Int64(summary.payloadSize),
+                  sequence: Int64(clamping: summary.sequence), timestampMillis: Int64(clamping: summary.timestampMillis),
+                  expiresAtMillis: Int64(clamping: summary.expiresAtMillis), digest: Hex.encode(summary.payloadDigest))
     }
 
     func status() -> JSONValue {
@@ -290,15 +381,11 @@ extension Daemon {
                 "trustedServicesSeen": .integer(Int64(Set(recognised.map(\.sighting.instance)).count))]
     }
 
-    private func pairingOffer(_ offer: PairingState.Offer) -> JSONValue {
-        ["session": .integer(Int64(offer.session)), "code": .string(offer.code), "name": .string(offer.name),
-         "peer": .string(Ed25519.deviceID(of: offer.key).description)]
+    private func pairingOffer(_ offer: PairingState.Offer) -> PairingOffer {
+        PairingOffer(session: Int64(offer.session), code: offer.code, name: offer.name, peer: Ed25519.deviceID(of: offer.key).description)
     }
 
-    private func untrustRequest(_ fields: [String: JSONValue]) throws(HandoffError) -> JSONValue {
-        guard let text = fields["peer"]?.stringValue, !text.isEmpty else {
-            throw .invalidRequest("untrust needs \"peer\": a device name, device id (or a unique prefix) or public key.")
-        }
+    private func untrustRequest(_ text: String) throws(HandoffError) -> JSONValue {
         guard let key = try pairedKey(matching: text), let entry = trust.entries[key] else {
             throw HandoffError(.notFound, "No paired device is called or has the id '\(text)'.",
                                fix: "Run 'handoff-peer devices' to see the paired devices, their names and ids.")

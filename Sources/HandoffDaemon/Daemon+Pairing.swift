@@ -1,4 +1,5 @@
 import Foundation
+import HandoffAPI
 import HandoffCore
 import HandoffCrypto
 import HandoffTransport
@@ -431,7 +432,7 @@ extension Daemon {
         switch outcome {
         case let .success(offer):
             log.info("paired with \(Ed25519.deviceID(of: offer.key))")
-            broadcast(["event": "paired", "peer": .string(Ed25519.deviceID(of: offer.key).description), "name": .string(offer.name)])
+            broadcast(.paired(peer: Ed25519.deviceID(of: offer.key).description, name: offer.name))
             trustChanged()
         case let .failure(error):
             log.info("pairing ended without pairing: \(error.code.rawValue)")

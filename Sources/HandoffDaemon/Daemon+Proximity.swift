@@ -1,5 +1,6 @@
 import HandoffBlueZ
 import HandoffBluetooth
+import HandoffAPI
 import HandoffCore
 import HandoffCrypto
 import HandoffTransport
@@ -51,7 +52,7 @@ extension Daemon {
         proximity.heard(key, rssi: rssi, nowMillis: nowMillis)
         if !wasNear && proximity.isNear(key, nowMillis: nowMillis) {
             log.info("\(Ed25519.deviceID(of: key)) is near")
-            broadcast(["event": "near", "peer": .string(Ed25519.deviceID(of: key).description)])
+            broadcast(.near(peer: Ed25519.deviceID(of: key).description))
             // It just came near: tell it what we offer now, not at the next interval.
             announce()
         }

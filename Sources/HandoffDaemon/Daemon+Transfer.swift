@@ -1,3 +1,4 @@
+import HandoffAPI
 import HandoffCore
 import HandoffCrypto
 import HandoffTransport
@@ -109,8 +110,8 @@ extension Daemon {
         }
         servedCount += 1
         log.info("serving activity of type \(current.activity.type) to \(requesterID)")
-        broadcast(["event": "payloadServed", "peer": .string(requesterID.description),
-                   "type": .string(current.activity.type), "sequence": .integer(Int64(clamping: current.activity.sequence))])
+        broadcast(.payloadServed(peer: requesterID.description, type: current.activity.type,
+                                 sequence: Int64(clamping: current.activity.sequence)))
         return .payload(current.payload)
     }
 
@@ -237,7 +238,7 @@ extension Daemon {
         }
     }
 
-    typealias AcceptOutcome = Result<(peer: Peer, activity: Activity, timing: FetchTiming), HandoffError>
+    typealias AcceptOutcome = Result<(peer: Peer, activity: Activity, timing: FetchTiming, payload: PayloadBuffer), HandoffError>
 
     struct InflightKey: Hashable {
         var peer: DeviceKey
@@ -248,7 +249,7 @@ extension Daemon {
     /// anything is fetched; once willContinue is sent, exactly one of continued
     /// or failed follows, whatever happens. A second accept of the same offer
     /// while the first runs shares its outcome instead of fetching again.
-    func accept(_ reference: String, requireApp: Bool = false) async throws(HandoffError) -> (peer: Peer, activity: Activity, timing: FetchTiming) {
+    func accept(_ reference: String, requireApp: Bool = false) async throws(HandoffError) -> (peer: Peer, activity: Activity, timing: FetchTiming, payload: PayloadBuffer) {
         let (peer, offer, target) = try await prepareAccept(reference, requireApp: requireApp)
         let type = offer.summary.activityType
         let key = InflightKey(peer: peer.key, sequence: offer.summary.sequence)
@@ -260,21 +261,25 @@ extension Daemon {
         nextAcceptID += 1
         let acceptID = Int64(nextAcceptID)
         activeAccepts[acceptID] = (peer.deviceID, type)
-        let willContinue: JSONValue = ["event": "willContinue", "acceptId": .integer(acceptID), "peer": .string(peer.deviceID.description),
-                                       "type": .string(type), "deliverTo": .string(target.app)]
-        broadcast(willContinue.objectValue!)
+        let willContinue = Event.willContinue(acceptID: acceptID, peer: peer.deviceID.description, type: type, deliverTo: target.app)
+        broadcast(willContinue)
         log.info("accepting type \(type) from \(peer.deviceID) for \(target.app)")
         let (identity, timeout) = (identity, configuration.transferTimeoutMillis)
         let (hosts, port, name, secrets) = (peer.hosts, peer.transferPort, peer.name, pairSecrets(for: peer.key))
-        let (fetched, timing) = await onThread(name: "fetch") { () -> (Result<Activity, HandoffError>, FetchTiming) in
+        let (fetched, timing) = await onThread(name: "fetch") { () -> (Result<(Activity, PayloadBuffer), HandoffError>, FetchTiming) in
             guard let secrets else {
                 return (.failure(HandoffError(.trust, "\(name) was paired by an older handoff version; this version needs the keys a new pairing exchanges.",
                                              fix: Daemon.fix(forRefusal: .trust, peerName: name))), FetchTiming())
             }
-            return Daemon.fetch(offer: offer, hosts: hosts, port: port, peerName: name, identity: identity, secrets: secrets,
-                                timeoutMillis: timeout)
+            let (activity, timing) = Daemon.fetch(offer: offer, hosts: hosts, port: port, peerName: name, identity: identity,
+                                                  secrets: secrets, timeoutMillis: timeout)
+            // Seam until the fetch hands over the sealed PayloadBuffer itself (helper "wire"):
+            // the verified payload, re-encoded and sealed here, off the actor.
+            return (activity.flatMap { activity in
+                Result { () throws(HandoffError) -> (Activity, PayloadBuffer) in (activity, try Daemon.sealedPayload(activity)) }
+            }, timing)
         }
-        let outcome = await finishAccept(fetched.map { (peer, $0, timing) }, acceptID: acceptID, peer: peer, type: type,
+        let outcome = await finishAccept(fetched.map { (peer, $0.0, timing, $0.1) }, acceptID: acceptID, peer: peer, type: type,
                                          target: target, willContinue: willContinue)
         for waiter in inflightAccepts.removeValue(forKey: key) ?? [] { waiter.resume(returning: outcome) }
         return try outcome.get()
@@ -283,10 +288,9 @@ extension Daemon {
     /// On stop: every accept still running gets its one outcome now.
     func failActiveAccepts() {
         for (acceptID, accept) in activeAccepts {
-            broadcast(["event": "failed", "acceptId": .integer(acceptID), "peer": .string(accept.peer.description),
-                       "type": .string(accept.type),
-                       "error": HandoffError(.connectionLost, "handoffd on this host stopped during the transfer.",
-                                             fix: "Start handoffd again and accept again.").json])
+            broadcast(.failed(acceptID: acceptID, peer: accept.peer.description, type: accept.type,
+                              error: HandoffError(.connectionLost, "handoffd on this host stopped during the transfer.",
+                                                  fix: "Start handoffd again and accept again."), deliverTo: nil))
         }
         activeAccepts.removeAll()
     }

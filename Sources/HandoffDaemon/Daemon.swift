@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HandoffAPI
 import HandoffCore
 import HandoffBluetooth
 import HandoffCrypto
@@ -269,7 +270,7 @@ public actor Daemon {
                 log.info("activity of type \(current.activity.type) expired")
                 published = nil
                 resigned = nil
-                broadcast(["event": "activityEnded", "reason": "expired", "type": .string(current.activity.type)])
+                broadcast(.activityEnded(type: current.activity.type, reason: "expired"))
                 schedule.changed()
             } else if current.activity.expiresAtMillis == nil,
                       current.summary.summary.expiresAtMillis <= now + configuration.summaryLifetimeMillis / 2 {
@@ -446,7 +447,7 @@ public actor Daemon {
         rotateServiceRecord()
         advertisedEpoch = nil
         rotateBeacon()
-        broadcast(["event": enabled ? "enabled" : "disabled"])
+        broadcast(enabled ? .enabled : .disabled)
         announce()
     }
 
@@ -520,36 +521,26 @@ public actor Daemon {
             case let .appeared(key):
                 guard let peer = peers.peers[key] else { continue }
                 log.info("peer \(peer.deviceID) appeared")
-                broadcast(["event": "peerAppeared", "peer": .string(peer.deviceID.description), "name": .string(peer.name)])
+                broadcast(.peerAppeared(peer: peer.deviceID.description, name: peer.name))
             case let .left(key):
                 let id = Ed25519.deviceID(of: key)
                 log.info("peer \(id) left")
-                broadcast(["event": "peerLeft", "peer": .string(id.description)])
+                broadcast(.peerLeft(peer: id.description))
             case let .offerReceived(key):
                 guard let peer = peers.peers[key], let offer = peer.offer else { continue }
                 log.info("peer \(peer.deviceID) offers type \(offer.summary.activityType), sequence \(offer.summary.sequence)")
-                broadcast(["event": "summaryReceived", "peer": .string(peer.deviceID.description),
-                           "offer": Self.offerJSON(offer.summary)])
+                broadcast(.summaryReceived(peer: peer.deviceID.description, offer: Self.offerInfo(offer.summary)))
             case let .offerWithdrawn(key):
-                broadcast(["event": "summaryWithdrawn", "peer": .string(Ed25519.deviceID(of: key).description)])
+                broadcast(.summaryWithdrawn(peer: Ed25519.deviceID(of: key).description))
             }
         }
     }
 
-    func broadcast(_ fields: [String: JSONValue]) {
-        let event = JSONValue.object(fields)
-        for (id, sink) in subscribers where !sink.send(event) {
+    /// One event to every subscriber, encoded once.
+    func broadcast(_ event: Event) {
+        let line = JSONWriter.line(event.json)
+        for (id, sink) in subscribers where !sink.send(line: line) {
             subscribers.removeValue(forKey: id)
         }
-    }
-
-    static func offerJSON(_ summary: Summary) -> JSONValue {
-        .object([
-            "type": .string(summary.activityType), "title": .string(summary.title),
-            "payloadSize": .integer(Int64(summary.payloadSize)), "sequence": .integer(Int64(clamping: summary.sequence)),
-            "timestampMillis": .integer(Int64(clamping: summary.timestampMillis)),
-            "expiresAtMillis": .integer(Int64(clamping: summary.expiresAtMillis)),
-            "digest": .string(Hex.encode(summary.payloadDigest)),
-        ])
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HandoffAPI
 import HandoffCore
 import HandoffTransport
 import Synchronization
@@ -14,21 +15,41 @@ final class EventSink: Sendable {
     let connection: StreamConnection
     private let queue = DispatchQueue(label: "handoffd.event-sink")
     private let backlog = Atomic<Int>(0)
+    /// Set by `subscribe` or `declare` with `payloads`: the app takes its continuations' payloads by descriptor.
+    private let payloads: Atomic<Bool>
 
-    init(connection: StreamConnection) {
+    init(connection: StreamConnection, wantsPayloads: Bool = false) {
         self.connection = connection
+        payloads = Atomic(wantsPayloads)
     }
 
-    /// Returns false once the subscriber is gone or hopelessly behind.
-    func send(_ event: JSONValue) -> Bool {
+    var wantsPayloads: Bool {
+        get { payloads.load(ordering: .relaxed) }
+        set { payloads.store(newValue, ordering: .relaxed) }
+    }
+
+    func send(_ event: Event) -> Bool {
+        send(line: JSONWriter.line(event.json))
+    }
+
+    /// An event whose descriptor (the payload) travels with its first byte.
+    func send(_ event: Event, payload: PayloadBuffer) -> Bool {
+        send(line: JSONWriter.line(event.json), payload: payload)
+    }
+
+    /// Returns false once the subscriber is gone or hopelessly behind. The
+    /// payload stays mapped until its descriptor has been passed on.
+    func send(line: [UInt8], payload: PayloadBuffer? = nil) -> Bool {
         guard !connection.isClosed else { return false }
         guard backlog.add(1, ordering: .relaxed).newValue <= Self.maximumBacklog else {
             connection.close()
             return false
         }
-        let line = Array((event.encodedLine() + "\n").utf8)
         queue.async { [self] in
-            if !connection.isClosed, (try? connection.write(line)) == nil { connection.close() }
+            if !connection.isClosed,
+               (try? connection.write(line, passing: payload.map { [$0.descriptorForPassing] } ?? [])) == nil {
+                connection.close()
+            }
             backlog.subtract(1, ordering: .relaxed)
         }
         return true

@@ -1,14 +1,29 @@
 import Foundation
+import HandoffAPI
 import HandoffCore
 import HandoffTransport
 
 /// What an app implements to be continued (NSUserActivity's delegate
 /// callbacks): for every `willContinue`, exactly one of `continueActivity` or
-/// `didFailToContinue` follows.
+/// `didFailToContinue` follows; `transferUpdate` reports a large payload's
+/// progress in between (by default it does nothing).
 public protocol ContinuationHandler: AnyObject, Sendable {
     func willContinue(activityType: String)
     func continueActivity(_ activity: Activity)
     func didFailToContinue(activityType: String, error: HandoffError)
+    func transferUpdate(activityType: String, _ update: TransferUpdate)
+}
+
+extension ContinuationHandler {
+    public func transferUpdate(activityType: String, _ update: TransferUpdate) {}
+}
+
+/// How the transfer of a continuation's payload goes (transfers over 1 MiB).
+public enum TransferUpdate: Equatable, Sendable {
+    case progress(TransferProgress)
+    /// The link to the sender was lost; handoffd waits for it to come back (`untilMillis`, wall clock).
+    case waiting(TransferWaiting)
+    case resumed(fromByte: Int64)
 }
 
 /// Turns the daemon's event stream into exactly-once callbacks for one app.
@@ -18,6 +33,7 @@ public struct ContinuationTracker: Sendable {
         case willContinue(type: String)
         case continued(Activity)
         case failed(type: String, error: HandoffError)
+        case transfer(type: String, TransferUpdate)
     }
 
     public let app: String
@@ -31,23 +47,45 @@ public struct ContinuationTracker: Sendable {
         self.types = types
     }
 
-    /// Events for other apps, and repeats, produce nothing.
-    public mutating func handle(_ event: JSONValue) -> [Callback] {
-        guard let name = event["event"]?.stringValue, let acceptID = event["acceptId"]?.integerValue,
-              !finished.contains(acceptID) else { return [] }
-        if let target = event["deliverTo"]?.stringValue, target != app { return [] }
-        switch name {
-        case "willContinue":
-            guard let type = event["type"]?.stringValue, types.contains(type), open[acceptID] == nil else { return [] }
+    /// Events for other apps, and repeats, produce nothing. A `continued` for
+    /// this app brings its payload (by descriptor); the activity is decoded from it.
+    public mutating func handle(_ event: Event, payload: PayloadBuffer? = nil) -> [Callback] {
+        guard let acceptID = event.acceptID, !finished.contains(acceptID) else { return [] }
+        switch event {
+        case let .willContinue(_, _, type, deliverTo):
+            guard deliverTo == app, types.contains(type), open[acceptID] == nil else { return [] }
             open[acceptID] = type
             return [.willContinue(type: type)]
-        case "continued":
-            guard let body = event["activity"], let activity = try? Activity(json: body), types.contains(activity.type) else { return [] }
-            return finish(acceptID, type: activity.type, with: .continued(activity))
-        case "failed":
-            guard let type = event["type"]?.stringValue, types.contains(type) else { return [] }
-            let error = event["error"].map(HandoffError.init(json:)) ?? HandoffError(.internal, "The continuation failed.", fix: "Try again.")
+        case let .continued(continued):
+            let type = continued.activity.type
+            guard continued.deliverTo == app, types.contains(type) else { return [] }
+            guard let payload else {
+                return finish(acceptID, type: type, with: .failed(type: type, error: HandoffError(
+                    .payloadInvalid, "handoffd delivered the continuation of \(type) without its payload.",
+                    fix: "Make sure the app and handoffd are the same version.")))
+            }
+            do throws(HandoffError) {
+                let activity = try HandoffClient.activity(from: payload)
+                guard activity.type == type, activity.sequence == continued.activity.sequence else {
+                    throw HandoffError(.payloadInvalid, "The continuation's payload describes another activity.", fix: "Accept again.")
+                }
+                return finish(acceptID, type: type, with: .continued(activity))
+            } catch {
+                return finish(acceptID, type: type, with: .failed(type: type, error: error))
+            }
+        case let .failed(_, _, type, error, deliverTo):
+            // Without deliverTo, handoffd stopped before it knew where the activity would continue.
+            guard deliverTo == nil || deliverTo == app, types.contains(type) else { return [] }
             return finish(acceptID, type: type, with: .failed(type: type, error: error))
+        case let .progress(progress):
+            guard let type = open[acceptID] else { return [] }
+            return [.transfer(type: type, .progress(progress))]
+        case let .transferWaiting(waiting):
+            guard let type = open[acceptID] else { return [] }
+            return [.transfer(type: type, .waiting(waiting))]
+        case let .transferResumed(_, _, fromByte):
+            guard let type = open[acceptID] else { return [] }
+            return [.transfer(type: type, .resumed(fromByte: fromByte))]
         default:
             return []
         }
@@ -72,13 +110,6 @@ public struct ContinuationTracker: Sendable {
     }
 }
 
-extension HandoffError {
-    init(json: JSONValue) {
-        self.init(HandoffError.Code(rawValue: json["code"]?.stringValue ?? "") ?? .internal,
-                  json["message"]?.stringValue ?? "", fix: json["fix"]?.stringValue ?? "")
-    }
-}
-
 /// An app's tie to the daemon for receiving: declares the activity types it
 /// continues (for as long as it runs) and calls its handler exactly once per
 /// outcome, on a thread of its own.
@@ -95,24 +126,25 @@ public final class HandoffApp: Sendable {
         events = try HandoffClient(socketPath: socketPath)
         tracker = Locked(ContinuationTracker(app: name, types: types))
         // Subscribe first: a daemon that launched us replays the continuation once we declare.
-        try events.subscribe()
-        var declaration: [String: JSONValue] = ["app": .string(name), "types": .array(types.sorted().map { .string($0) })]
+        // Payloads come by descriptor, to this app only.
+        try events.subscribe(payloads: true)
         // Started by handoffd for a continuation: the .desktop file it started us from, so it is matched by file id.
-        if let desktopID = ProcessInfo.processInfo.environment["HANDOFF_DESKTOP_ID"] { declaration["desktopId"] = .string(desktopID) }
-        _ = try events.request("declare", declaration)
+        try events.request(.declare(app: name, types: types.sorted(), desktopID: ProcessInfo.processInfo.environment["HANDOFF_DESKTOP_ID"],
+                                    payloads: true))
     }
 
     /// Delivers events to `handler` on a background thread until the daemon goes away.
     public func run(handler: ContinuationHandler) {
         let thread = Thread { [self] in
             while true {
-                let event: JSONValue?
-                do { event = try events.nextEvent() } catch { event = nil }
-                guard let event else {
+                let received: ReceivedEvent?
+                do { received = try events.nextEvent() } catch { received = nil }
+                guard let received else {
                     deliver(tracker.withLock { $0.connectionLost() }, to: handler)
                     return
                 }
-                deliver(tracker.withLock { $0.handle(event) }, to: handler)
+                guard let event = received.event else { continue }
+                deliver(tracker.withLock { $0.handle(event, payload: received.payload) }, to: handler)
             }
         }
         thread.name = "handoffkit events"
@@ -125,6 +157,7 @@ public final class HandoffApp: Sendable {
             case let .willContinue(type): handler.willContinue(activityType: type)
             case let .continued(activity): handler.continueActivity(activity)
             case let .failed(type, error): handler.didFailToContinue(activityType: type, error: error)
+            case let .transfer(type, update): handler.transferUpdate(activityType: type, update)
             }
         }
     }

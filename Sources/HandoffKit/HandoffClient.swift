@@ -1,7 +1,23 @@
 import Foundation
 import Glibc
+import HandoffAPI
 import HandoffCore
 import HandoffTransport
+
+/// A message from handoffd: its JSON and the payload that came with it by descriptor.
+public struct ReceivedMessage: Sendable {
+    public var json: JSONValue
+    public var payload: PayloadBuffer?
+}
+
+/// An event from handoffd. `event` is nil for an event this client does not know
+/// (a newer daemon); `json` is the line as it came.
+public struct ReceivedEvent: Sendable {
+    public var event: Event?
+    public var json: JSONValue
+    /// The payload of a `continued` delivered to this app, when it asked for payloads.
+    public var payload: PayloadBuffer?
+}
 
 /// A connection to the local handoffd over its API socket (Docs/LOCAL-API.md).
 /// Calls block until the daemon answers; concurrent calls take turns. A client
@@ -14,7 +30,9 @@ public final class HandoffClient: @unchecked Sendable {
     private let exchange = NSLock()
     /// Events that arrived while a request waited for its reply: kept for `nextEvent`, never dropped.
     private let eventsLock = NSLock()
-    private var bufferedEvents: [JSONValue] = []
+    private var bufferedEvents: [ReceivedEvent] = []
+    /// A reply or event line: a userInfo travels by descriptor, so lines stay small.
+    static let maximumLineBytes = 16 * 1024 * 1024
 
     /// Connects to `socketPath`, else `$HANDOFF_SOCKET`, else the default path.
     /// Refuses a socket whose directory another user could write (or is a
@@ -69,41 +87,59 @@ public final class HandoffClient: @unchecked Sendable {
 
     deinit { connection.close() }
 
-    /// Sends one request and returns its `result`; a daemon error is thrown as is.
-    public func request(_ op: String, _ parameters: [String: JSONValue] = [:]) throws(HandoffError) -> JSONValue {
+    /// Sends one request (stating this client's API version) and returns its
+    /// `result` with the payload that came by descriptor; a daemon error is thrown
+    /// as is. Events that arrive meanwhile go to `onEvent` when given, else they
+    /// are kept for `nextEvent`.
+    public func send(_ request: Request, passing payload: PayloadBuffer? = nil,
+                     onEvent: ((ReceivedEvent) -> Void)? = nil) throws(HandoffError) -> ReceivedMessage {
         exchange.lock()
         defer { exchange.unlock() }
         nextID += 1
-        var fields = parameters
-        fields["op"] = .string(op)
-        fields["id"] = .integer(nextID)
+        let envelope = RequestEnvelope(id: .integer(nextID), request: request)
         do {
-            try connection.write(Array((JSONValue.object(fields).encodedLine() + "\n").utf8))
+            try withExtendedLifetime(payload) { () throws(SystemError) in
+                try connection.write(JSONWriter.line(envelope.json), passing: payload.map { [$0.descriptorForPassing] } ?? [])
+            }
         } catch {
             throw lost(error)
         }
         while true {
-            let reply = try readMessage()
+            let message = try readMessage()
             // Events may interleave with replies once subscribed; replies carry our id.
-            if reply["event"] != nil {
-                eventsLock.lock()
-                bufferedEvents.append(reply)
-                eventsLock.unlock()
+            if message.json["event"] != nil {
+                let event = try Self.event(message)
+                if let onEvent {
+                    onEvent(event)
+                } else {
+                    eventsLock.lock()
+                    bufferedEvents.append(event)
+                    eventsLock.unlock()
+                }
                 continue
             }
-            guard reply["id"] == .integer(nextID) else { continue }
-            if reply["ok"] == .bool(true) { return reply["result"] ?? .null }
-            throw Self.error(from: reply["error"])
+            guard message.json["id"] == .integer(nextID) else { continue }
+            switch try Reply(json: message.json).outcome {
+            case let .success(result): return ReceivedMessage(json: result, payload: message.payload)
+            case let .failure(error): throw error
+            }
         }
     }
 
-    /// Subscribes to events; then read them with `nextEvent()`.
-    public func subscribe() throws(HandoffError) {
-        _ = try request("subscribe")
+    /// Sends one request and returns its `result`.
+    @discardableResult
+    public func request(_ request: Request) throws(HandoffError) -> JSONValue {
+        try send(request).json
+    }
+
+    /// Subscribes to events; then read them with `nextEvent()`. With `payloads`, a
+    /// `continued` for the app this connection declares brings its payload by descriptor.
+    public func subscribe(payloads: Bool = false) throws(HandoffError) {
+        _ = try request(.subscribe(payloads: payloads))
     }
 
     /// Blocks until the daemon sends the next event; nil when the daemon closes the connection.
-    public func nextEvent() throws(HandoffError) -> JSONValue? {
+    public func nextEvent() throws(HandoffError) -> ReceivedEvent? {
         eventsLock.lock()
         if !bufferedEvents.isEmpty {
             defer { eventsLock.unlock() }
@@ -111,68 +147,157 @@ public final class HandoffClient: @unchecked Sendable {
         }
         eventsLock.unlock()
         while true {
-            let message: JSONValue
+            let message: ReceivedMessage
             do {
                 message = try readMessage()
             } catch where error.code == .daemonUnavailable {
                 return nil
             }
-            if message["event"] != nil { return message }
+            if message.json["event"] != nil { return try Self.event(message) }
         }
     }
 
-    private func readMessage() throws(HandoffError) -> JSONValue {
+    static func event(_ message: ReceivedMessage) throws(HandoffError) -> ReceivedEvent {
+        ReceivedEvent(event: try Event(json: message.json), json: message.json, payload: message.payload)
+    }
+
+    /// One line and the descriptor it declares, adopted (a sealed memfd, size checked before mapping).
+    private func readMessage() throws(HandoffError) -> ReceivedMessage {
         let line: [UInt8]?
         do {
-            line = try connection.readLine(maxBytes: 256 * 1024 * 1024)
+            line = try connection.readLine(maxBytes: Self.maximumLineBytes)
         } catch {
             throw lost(error)
         }
         guard let line else {
             throw HandoffError(.daemonUnavailable, "handoffd closed the connection.", fix: "Check that handoffd is still running (its log says why it stopped).")
         }
-        return try JSONValue.parse(Data(line))
+        let json = try JSONValue.parse(Data(line))
+        guard MessageDescriptors.declared(in: json) > 0 else { return ReceivedMessage(json: json, payload: nil) }
+        do {
+            let descriptor = try connection.takeDescriptors(1)[0]
+            return ReceivedMessage(json: json, payload: try PayloadBuffer(adopting: descriptor, maximumBytes: ActivityLimits.payloadBytes))
+        } catch {
+            throw HandoffError(.payloadInvalid, "handoffd's payload descriptor is not usable: \(error).",
+                               fix: "Make sure the client and handoffd are the same version.")
+        }
     }
 
     private func lost(_ error: SystemError) -> HandoffError {
         HandoffError(.daemonUnavailable, "Lost the connection to handoffd at \(socketPath): \(error).",
                      fix: "Check that handoffd is still running.")
     }
-
-    static func error(from value: JSONValue?) -> HandoffError {
-        guard let value, let code = value["code"]?.stringValue.flatMap(HandoffError.Code.init(rawValue:)) else {
-            return HandoffError(.internal, "handoffd answered with an error this client does not understand.",
-                                fix: "Make sure handoff-peer and handoffd are the same version.")
-        }
-        return HandoffError(code, value["message"]?.stringValue ?? "", fix: value["fix"]?.stringValue ?? "")
-    }
 }
 
 // MARK: - Typed calls
 
 extension HandoffClient {
-    /// Makes `activity` current: peers that trust this device list it. Returns the daemon's receipt,
-    /// including warnings (for example a userInfo above Apple's 3 KB guidance).
+    /// Makes `activity` current: peers that trust this device list it. The payload
+    /// goes to handoffd in a sealed memfd, never through JSON. Returns the daemon's
+    /// receipt, including warnings (for example a userInfo above Apple's 3 KB guidance).
     @discardableResult
-    public func publish(_ activity: Activity) throws(HandoffError) -> JSONValue {
+    public func publish(_ activity: Activity) throws(HandoffError) -> PublishReceipt {
         try activity.validate()
-        return try request("publish", ["activity": activity.json])
+        let payload = try Self.seal(activity.encodedPayload())
+        return try PublishReceipt(json: send(.publish(.descriptor(0)), passing: payload).json, context: "the publish receipt")
     }
 
-    public func resign() throws(HandoffError) { _ = try request("resign") }
-    public func invalidate() throws(HandoffError) { _ = try request("invalidate") }
-
-    /// Peers in range, each with its current offer (or null).
-    public func list() throws(HandoffError) -> [JSONValue] {
-        try request("list")["peers"]?.arrayValue ?? []
+    /// Publishes an activity given in JSON (scripts, small activities).
+    @discardableResult
+    public func publish(json activity: Activity) throws(HandoffError) -> PublishReceipt {
+        try PublishReceipt(json: request(.publish(.json(activity))), context: "the publish receipt")
     }
 
-    /// Fetches and verifies the offer of `peer` (device id, unique prefix, or name).
-    public func accept(peer: String) throws(HandoffError) -> Activity {
-        let result = try request("accept", ["peer": .string(peer)])
-        guard let body = result["activity"] else {
-            throw HandoffError(.internal, "handoffd accepted but returned no activity.", fix: "Report this as a bug.")
+    static func seal(_ bytes: [UInt8]) throws(HandoffError) -> PayloadBuffer {
+        let sealed = bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try PayloadBuffer.sealed(copying: raw) } }
+        switch sealed {
+        case let .success(buffer): return buffer
+        case let .failure(error):
+            throw HandoffError(.internal, "Cannot put the \(bytes.count)-byte payload in a memfd: \(error).",
+                               fix: "Free some memory, then publish again.")
         }
-        return try Activity(json: body)
+    }
+
+    public func resign() throws(HandoffError) { try request(.resign) }
+    public func invalidate() throws(HandoffError) { try request(.invalidate) }
+
+    /// Peers in range, each with its current offer (or none).
+    public func list() throws(HandoffError) -> [PeerEntry] {
+        try Self.list(request(.list)["peers"], context: "list") { (value) throws(HandoffError) in try PeerEntry(json: value, context: "a peer") }
+    }
+
+    static func list<T>(_ value: JSONValue?, context: String, _ decode: (JSONValue) throws(HandoffError) -> T) throws(HandoffError) -> [T] {
+        guard let items = value?.arrayValue else {
+            throw HandoffError(.internal, "handoffd's \(context) reply holds no list.", fix: "Make sure the client and handoffd are the same version.")
+        }
+        var decoded: [T] = []
+        for item in items { decoded.append(try decode(item)) }
+        return decoded
+    }
+
+    /// An accept's outcome: where it continues, timings, and the activity decoded from the payload's mapping.
+    public struct Accepted: Sendable {
+        public var result: AcceptResult
+        public var activity: Activity
+        /// The payload as handoffd verified it (Activity's payload encoding), mapped read-only.
+        public var payload: PayloadBuffer
+    }
+
+    /// Fetches and verifies the offer of `peer` (device id, unique prefix, or name);
+    /// the payload comes by descriptor and is decoded from its mapping.
+    public func accept(peer: String, requireApp: Bool = false, onEvent: ((ReceivedEvent) -> Void)? = nil) throws(HandoffError) -> Accepted {
+        let reply = try send(.accept(peer: peer, requireApp: requireApp, payload: true), onEvent: onEvent)
+        let result = try AcceptResult(json: reply.json, context: "the accept result")
+        guard let payload = reply.payload else {
+            throw HandoffError(.internal, "handoffd accepted but passed no payload.", fix: "Make sure the client and handoffd are the same version.")
+        }
+        return Accepted(result: result, activity: try Self.activity(from: payload), payload: payload)
+    }
+
+    /// Accepts without taking the payload (it goes to the app that continues the activity).
+    public func acceptWithoutPayload(peer: String, requireApp: Bool = false) throws(HandoffError) -> AcceptResult {
+        try AcceptResult(json: request(.accept(peer: peer, requireApp: requireApp, payload: false)), context: "the accept result")
+    }
+
+    /// Decodes an activity from a payload mapping (Activity's payload encoding, as verified by handoffd).
+    public static func activity(from payload: PayloadBuffer) throws(HandoffError) -> Activity {
+        try Activity(payload: Array(payload.bytes))
+    }
+
+    public func decline(peer: String) throws(HandoffError) -> String {
+        try request(.decline(peer: peer))["declined"]?.stringValue ?? peer
+    }
+
+    public func identity() throws(HandoffError) -> IdentityInfo {
+        try IdentityInfo(json: request(.id), context: "id")
+    }
+
+    public func pairable() throws(HandoffError) -> [PairableDevice] {
+        try Self.list(request(.pairable)["devices"], context: "pairable") { (value) throws(HandoffError) in try PairableDevice(json: value, context: "a device") }
+    }
+
+    public func devices() throws(HandoffError) -> [DeviceEntry] {
+        try Self.list(request(.devices)["devices"], context: "devices") { (value) throws(HandoffError) in try DeviceEntry(json: value, context: "a device") }
+    }
+
+    public func declarations() throws(HandoffError) -> [AppEntry] {
+        try Self.list(request(.declarations)["apps"], context: "declarations") { (value) throws(HandoffError) in try AppEntry(json: value, context: "an app") }
+    }
+
+    public func pair(peer: String?, address: String?) throws(HandoffError) -> PairingOffer {
+        try PairingOffer(json: request(.pair(peer: peer, address: address)), context: "pair")
+    }
+
+    public func pairListen(timeoutSeconds: Int64) throws(HandoffError) -> PairingOffer {
+        try PairingOffer(json: request(.pairListen(timeoutSeconds: timeoutSeconds)), context: "pairListen")
+    }
+
+    public func pairConfirm(session: Int64, accept: Bool) throws(HandoffError) -> PairingResult {
+        try PairingResult(json: request(.pairConfirm(session: session, accept: accept)), context: "pairConfirm")
+    }
+
+    /// The daemon's version and the range it accepts.
+    public func hello() throws(HandoffError) -> HelloResult {
+        try HelloResult(json: request(.hello), context: "hello")
     }
 }

@@ -1,3 +1,4 @@
+import HandoffAPI
 import HandoffCore
 
 /// An offer as `list` shows it: only paired devices (the daemon's peer table
@@ -24,19 +25,14 @@ public struct OfferNotice: Equatable, Sendable {
         self.remainingMillis = remainingMillis
     }
 
-    /// One entry of `list`'s `peers`; nil when it offers nothing or lacks a field.
-    public init?(listEntry entry: JSONValue) {
-        guard let offer = entry["offer"], offer != .null,
-              let peer = entry["peer"]?.stringValue, let name = entry["name"]?.stringValue,
-              let type = offer["type"]?.stringValue, let title = offer["title"]?.stringValue,
-              let sequence = offer["sequence"]?.integerValue, let deliverTo = offer["deliverTo"]?.stringValue,
-              let expires = offer["expiresAtMillis"]?.integerValue, let timestamp = offer["timestampMillis"]?.integerValue,
-              let age = offer["ageMillis"]?.integerValue else { return nil }
-        self.init(peer: peer, name: name, type: type, title: title, sequence: sequence, deliverTo: deliverTo,
-                  remainingMillis: expires &- timestamp &- age)
+    /// One entry of `list`; nil when it offers nothing or lacks a field.
+    public init?(listEntry entry: PeerEntry) {
+        guard let offer = entry.offer, let deliverTo = offer.deliverTo, let age = offer.ageMillis else { return nil }
+        self.init(peer: entry.peer, name: entry.name, type: offer.type, title: offer.title, sequence: offer.sequence, deliverTo: deliverTo,
+                  remainingMillis: offer.expiresAtMillis &- offer.timestampMillis &- age)
     }
 
-    public static func offers(inList peers: [JSONValue]) -> [OfferNotice] {
+    public static func offers(inList peers: [PeerEntry]) -> [OfferNotice] {
         peers.compactMap(OfferNotice.init(listEntry:))
     }
 

@@ -1,6 +1,7 @@
 import CSystemd
 import Foundation
 import Glibc
+import HandoffAPI
 import HandoffCore
 import HandoffDBus
 import HandoffKit
@@ -272,8 +273,8 @@ public final class NotificationAgent: @unchecked Sendable {
     }
 
     /// Events that can change what `list` shows.
-    static let relevantEvents: Set<String> = ["peerAppeared", "peerLeft", "summaryReceived", "summaryWithdrawn", "declined",
-                                              "near", "enabled", "disabled"]
+    static let relevantEvents: Set<EventName> = [.peerAppeared, .peerLeft, .summaryReceived, .summaryWithdrawn, .declined,
+                                                 .near, .enabled, .disabled]
 
     private func startEventsThread() {
         let thread = Thread { [self] in
@@ -293,8 +294,8 @@ public final class NotificationAgent: @unchecked Sendable {
                 log("following handoffd at \(client.socketPath)")
                 waiting = false
                 requests.add(.refresh)
-                while let event = try? client.nextEvent() {
-                    if let name = event["event"]?.stringValue, Self.relevantEvents.contains(name) { requests.add(.refresh) }
+                while let received = try? client.nextEvent() {
+                    if let name = received.event?.name, Self.relevantEvents.contains(name) { requests.add(.refresh) }
                 }
                 log("handoffd went away; waiting for it to come back")
                 requests.add(.refresh) // fails, so nothing is offered: every notification is withdrawn
@@ -330,7 +331,7 @@ public final class NotificationAgent: @unchecked Sendable {
                         // (and gets a notification of its own) is not declined unseen.
                         let current = OfferNotice.offers(inList: try connected().list()).first { $0.peer == offer.peer }
                         if current?.sequence == offer.sequence {
-                            _ = try connected().request("decline", ["peer": .string(offer.peer)])
+                            _ = try connected().decline(peer: offer.peer)
                         }
                     } catch {
                         if error.code == .daemonUnavailable { client = nil }
@@ -351,7 +352,8 @@ public final class NotificationAgent: @unchecked Sendable {
             var failure: HandoffError?
             do throws(HandoffError) {
                 let client = try HandoffClient(socketPath: socketPath)
-                _ = try client.request("accept", ["peer": .string(offer.peer), "requireApp": .bool(offer.deliverTo != "browser")])
+                // The payload goes to the app that continues it, not here.
+                _ = try client.acceptWithoutPayload(peer: offer.peer, requireApp: offer.deliverTo != "browser")
             } catch {
                 failure = error
             }

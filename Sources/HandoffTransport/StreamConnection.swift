@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import Synchronization
 
@@ -21,6 +22,8 @@ public final class StreamConnection: Sendable {
     private let closed = Atomic<Bool>(false)
     /// Monotonic milliseconds after which reads fail with ETIMEDOUT (0: none).
     private let deadline = Atomic<UInt64>(0)
+    /// Unix sockets can carry descriptors (SCM_RIGHTS): their reads use recvmsg.
+    let carriesDescriptors: Bool
 
     /// The receive buffer starts small (a handshake needs a few hundred bytes)
     /// and grows only when a large read is asked for, so an idle or
@@ -28,19 +31,32 @@ public final class StreamConnection: Sendable {
     static let initialScratchBytes = 4 * 1024
     static let maximumScratchBytes = 256 * 1024
 
+    /// Descriptors received and not yet taken by a message; more than this is a peer misbehaving.
+    public static let maximumQueuedDescriptors = 8
+
     struct ReadState: ~Copyable {
         var buffer: [UInt8] = []
         /// Reused for every recv: allocating (and zeroing) a fresh one per call costs more than the copy.
         var scratch = [UInt8](repeating: 0, count: StreamConnection.initialScratchBytes)
+        /// Received with the bytes in `buffer` (or before them), in order; each message takes as many as it declares.
+        var descriptors: [Int32] = []
     }
 
     init(fd: Int32, remote: String, remoteHost: String? = nil) {
         self.fd = fd
         self.remote = remote
         self.remoteHost = remoteHost
+        var domain: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        carriesDescriptors = getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &length) == 0 && domain == AF_UNIX
     }
 
-    deinit { Glibc.close(fd) }
+    deinit {
+        readState.withLock { state in
+            for descriptor in state.descriptors { Glibc.close(descriptor) }
+        }
+        Glibc.close(fd)
+    }
 
     /// The receive buffer's size now (for tests of memory held per connection).
     var scratchCapacity: Int { readState.withLock { $0.scratch.count } }
@@ -136,6 +152,44 @@ public final class StreamConnection: Sendable {
         }
     }
 
+    /// Writes `bytes` with `descriptors` attached to their first byte (SCM_RIGHTS,
+    /// Unix sockets only): the receiver has them by the time it reads that byte.
+    /// The descriptors stay the caller's; the kernel passes duplicates.
+    public func write(_ bytes: [UInt8], passing descriptors: [Int32]) throws(SystemError) {
+        guard !descriptors.isEmpty else { return try write(bytes) }
+        guard descriptors.count <= Int(HANDOFF_MAX_PASSED_FDS), !bytes.isEmpty else { throw SystemError("sendmsg", errno: EINVAL) }
+        try writeLock.withLock { _ throws(SystemError) in
+            guard !isClosed else { throw SystemError("sendmsg", errno: EPIPE) }
+            let first = try systemCall("sendmsg") {
+                bytes.withUnsafeBytes { raw in
+                    descriptors.withUnsafeBufferPointer { handoff_send_with_fds(fd, raw.baseAddress, raw.count, $0.baseAddress, Int32($0.count)) }
+                }
+            }
+            var sent = first
+            while sent < bytes.count {
+                let count = try systemCall("send") {
+                    bytes.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+                }
+                sent += count
+            }
+        }
+    }
+
+    /// Takes the next `count` received descriptors, for a message that declares
+    /// them; the caller owns (and closes) them. A message that declares more
+    /// than arrived is EBADMSG: descriptors come no later than the message's first byte.
+    public func takeDescriptors(_ count: Int) throws(SystemError) -> [Int32] {
+        guard count > 0 else { return [] }
+        return try readState.withLock { (state) throws(SystemError) -> [Int32] in
+            guard state.descriptors.count >= count else { throw SystemError("a message's descriptors", errno: EBADMSG) }
+            defer { state.descriptors.removeFirst(count) }
+            return Array(state.descriptors.prefix(count))
+        }
+    }
+
+    /// Descriptors received and not yet taken (for tests).
+    var queuedDescriptors: Int { readState.withLock { $0.descriptors.count } }
+
     /// Reads exactly `count` bytes; a peer that closes early is ECONNRESET.
     public func read(exactly count: Int) throws(SystemError) -> [UInt8] {
         try readState.withLock { (state) throws(SystemError) -> [UInt8] in
@@ -178,8 +232,26 @@ public final class StreamConnection: Sendable {
             state.scratch = [UInt8](repeating: 0, count: Self.maximumScratchBytes)
         }
         let chunk = min(max(wanted, 4096), state.scratch.count)
-        let received = try systemCall("recv") {
-            state.scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, chunk, 0) }
+        let received: Int
+        if carriesDescriptors {
+            var passed = [Int32](repeating: -1, count: Int(HANDOFF_MAX_PASSED_FDS))
+            var (count, truncated): (Int32, Int32) = (0, 0)
+            received = try systemCall("recvmsg") {
+                state.scratch.withUnsafeMutableBytes { raw in
+                    passed.withUnsafeMutableBufferPointer {
+                        handoff_recv_with_fds(fd, raw.baseAddress, chunk, $0.baseAddress, Int32($0.count), &count, &truncated)
+                    }
+                }
+            }
+            state.descriptors.append(contentsOf: passed.prefix(Int(count)))
+            // More than a message may carry, or more than any message took: the peer is not speaking the protocol.
+            guard truncated == 0, state.descriptors.count <= Self.maximumQueuedDescriptors else {
+                throw SystemError("recvmsg: more descriptors than messages declare", errno: ETOOMANYREFS)
+            }
+        } else {
+            received = try systemCall("recv") {
+                state.scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, chunk, 0) }
+            }
         }
         guard received > 0 else { throw SystemError("recv", errno: ECONNRESET) }
         state.buffer.append(contentsOf: state.scratch[0..<received])

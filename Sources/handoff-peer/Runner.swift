@@ -1,4 +1,6 @@
 import Foundation
+import Glibc
+import HandoffAPI
 import HandoffCore
 import HandoffKit
 
@@ -18,26 +20,25 @@ struct Runner {
         case "list": try list()
         case "accept": return try accept()
         case "decline":
-            let result = try client.request("decline", ["peer": .string(arguments.positionals[0])])
-            print("Declined the current offer of \(result["declined"]?.stringValue ?? "the peer").")
+            print("Declined the current offer of \(try client.decline(peer: arguments.positionals[0])).")
         case "publish": try publish()
         case "resign":
-            let result = try client.request("resign")
+            let result = try client.request(.resign)
             print(result["resigned"] == .bool(true) ? "Resigned: no longer offered." : "Nothing was being offered.")
         case "invalidate":
-            let result = try client.request("invalidate")
+            let result = try client.request(.invalidate)
             print(result["invalidated"] == .bool(true) ? "Invalidated." : "Nothing to invalidate.")
         case "status": try status()
         case "pair": return try pair()
         case "devices": try devices()
         case "untrust":
-            let result = try client.request("untrust", ["peer": .string(arguments.positionals[0])])
+            let result = try client.request(.untrust(peer: arguments.positionals[0]))
             print("No longer trusted: \(result["untrusted"]?.stringValue ?? "?").")
         case "id": try identity()
         case "watch": return try watch()
         case "doctor": return try doctor()
         case "enable", "disable":
-            _ = try client.request(command)
+            try client.request(command == "enable" ? .enable : .disable)
             print(command == "enable" ? "Handoff is on." : "Handoff is off: this host offers and accepts nothing until 'handoff-peer enable'.")
         case "apps": try apps()
         default: break
@@ -50,7 +51,7 @@ struct Runner {
     private func list() throws(HandoffError) {
         let peers = try client.list()
         if wantsJSON {
-            print(JSONValue.array(peers).prettyPrinted())
+            print(JSONValue.array(peers.map(\.json)).prettyPrinted())
             return
         }
         guard !peers.isEmpty else {
@@ -59,13 +60,13 @@ struct Runner {
         }
         var rows = [["PEER", "NAME", "TYPE", "TITLE", "AGE", "CONTINUES IN"]]
         for peer in peers {
-            let offer = peer["offer"] ?? .null
+            let offer = peer.offer
             rows.append([
-                peer["peer"]?.stringValue ?? "?", safe(peer["name"]?.stringValue ?? ""),
-                offer == .null ? "-" : safe(offer["type"]?.stringValue ?? ""),
-                offer == .null ? "(nothing offered)" : safe(offer["title"]?.stringValue ?? ""),
-                offer == .null ? "-" : age(millis: offer["ageMillis"]?.integerValue ?? 0),
-                offer == .null ? "-" : continuesIn(offer["deliverTo"]?.stringValue),
+                peer.peer, safe(peer.name),
+                offer.map { safe($0.type) } ?? "-",
+                offer.map { safe($0.title) } ?? "(nothing offered)",
+                offer.map { age(millis: $0.ageMillis ?? 0) } ?? "-",
+                offer.map { continuesIn($0.deliverTo) } ?? "-",
             ])
         }
         printTable(rows)
@@ -81,31 +82,44 @@ struct Runner {
 
     private func accept() throws(HandoffError) -> Int32 {
         let reference = arguments.positionals[0]
-        let result: JSONValue
+        // On a terminal, the transfer's progress: events on this connection while the accept runs.
+        let showsProgress = isatty(STDERR_FILENO) == 1
+        var display = ProgressDisplay()
+        let accepted: HandoffClient.Accepted
         do {
-            result = try client.request("accept", ["peer": .string(reference), "requireApp": .bool(arguments.flag("app"))])
+            if showsProgress { try client.subscribe() }
+            accepted = try client.accept(peer: reference, requireApp: arguments.flag("app"),
+                                         onEvent: showsProgress ? { if let event = $0.event { display.handle(event) } } : nil)
+            display.finish()
         } catch where error.code != .daemonUnavailable {
+            display.finish()
             if wantsJSON {
                 print(JSONValue.object(["continued": false, "error": error.json]).prettyPrinted())
             }
             printError("Failed (\(error.code.rawValue)): \(error.message)\nFix: \(error.fix)")
             return ExitCode.failure
         }
-        let activity = result["activity"] ?? .null
+        let (result, activity) = (accepted.result, accepted.activity)
         // The terminal is the app of last resort: say so once, on stderr, so stdout keeps its format.
-        if result["deliverTo"]?.stringValue == "terminal" {
-            printError("No app here declares \(activity["type"]?.stringValue ?? "its type"): printed here (use --app to require one).")
+        if result.deliverTo == "terminal" {
+            printError("No app here declares \(activity.type): printed here (use --app to require one).")
         }
+        var output = ActivityOutput()
+        fflush(nil)
         if wantsJSON {
-            print(activity.prettyPrinted())
+            output.write(activity)
             return 0
         }
-        print("Continued from \(safe(result["name"]?.stringValue ?? "")) (\(result["peer"]?.stringValue ?? "")):")
-        print("  type:      \(activity["type"]?.stringValue ?? "")")
-        print("  title:     \(safe(activity["title"]?.stringValue ?? ""))")
-        if let id = activity["targetContentIdentifier"]?.stringValue { print("  content:   \(safe(id))") }
-        if let url = activity["webpageURL"]?.stringValue { print("  url:       \(safe(url))") }
-        print("  userInfo:  " + (activity["userInfo"] ?? [:]).prettyPrinted().replacingOccurrences(of: "\n", with: "\n             "))
+        output.write(text: """
+            Continued from \(safe(result.name)) (\(result.peer)):
+              type:      \(activity.type)
+              title:     \(safe(activity.title))
+
+            """)
+        if let id = activity.targetContentIdentifier { output.write(text: "  content:   \(safe(id))\n") }
+        if let url = activity.webpageURL { output.write(text: "  url:       \(safe(url))\n") }
+        output.write(text: "  userInfo:  ")
+        output.write(userInfo: activity.userInfo, indent: 13)
         return 0
     }
 
@@ -126,14 +140,15 @@ struct Runner {
             fields["expiresAtMillis"] = .integer(Int64(Date().timeIntervalSince1970 * 1000 + seconds * 1000))
         }
         let activity = try Activity(json: .object(fields))
+        // By descriptor: a large userInfo is never base64 in JSON on the socket.
         let receipt = try client.publish(activity)
-        for warning in receipt["warnings"]?.arrayValue ?? [] {
-            printError("Warning: \(warning.stringValue ?? "")")
+        for warning in receipt.warnings {
+            printError("Warning: \(warning)")
         }
         if wantsJSON {
-            print(receipt.prettyPrinted())
+            print(receipt.json.prettyPrinted())
         } else {
-            print("Offered \(type) (sequence \(receipt["sequence"]?.integerValue ?? 0), \(receipt["payloadBytes"]?.integerValue ?? 0) bytes) to paired devices.")
+            print("Offered \(type) (sequence \(receipt.sequence), \(receipt.payloadBytes) bytes) to paired devices.")
         }
     }
 
@@ -151,7 +166,7 @@ struct Runner {
     }
 
     private func status() throws(HandoffError) {
-        let status = try client.request("status")
+        let status = try client.request(.status)
         if wantsJSON {
             print(status.prettyPrinted())
             return
@@ -181,36 +196,31 @@ struct Runner {
 
     private func pair() throws(HandoffError) -> Int32 {
         if arguments.flag("list") {
-            let devices = try client.request("pairable")["devices"]?.arrayValue ?? []
+            let devices = try client.pairable()
             if wantsJSON {
-                print(JSONValue.array(devices).prettyPrinted())
+                print(JSONValue.array(devices.map(\.json)).prettyPrinted())
             } else if devices.isEmpty {
                 print("No device has pairing open. Run 'handoff-peer pair' on the other host.")
             } else {
-                printTable([["PEER", "NAME", "ADDRESS"]] + devices.map {
-                    [$0["peer"]?.stringValue ?? "?", safe($0["name"]?.stringValue ?? ""), $0["host"]?.stringValue ?? ""]
-                })
+                printTable([["PEER", "NAME", "ADDRESS"]] + devices.map { [$0.peer, safe($0.name), $0.host] })
             }
             return 0
         }
         // Range checked by Commands.validate.
         let timeout = arguments.value("timeout").flatMap { Int64($0) } ?? 120
-        let offer: JSONValue
+        let offer: PairingOffer
         if let peer = arguments.positionals.first ?? arguments.value("address").map({ _ in "" }) {
-            var parameters: [String: JSONValue] = [:]
-            if !peer.isEmpty { parameters["peer"] = .string(peer) }
-            if let address = arguments.value("address") { parameters["address"] = .string(address) }
-            offer = try client.request("pair", parameters)
+            offer = try client.pair(peer: peer.isEmpty ? nil : peer, address: arguments.value("address"))
         } else {
             if !wantsJSON { print("Pairing is open for \(timeout) s. On the other host run: handoff-peer pair \(try ownName())") }
             fflush(nil)
-            offer = try client.request("pairListen", ["timeoutSeconds": .integer(timeout)])
+            offer = try client.pairListen(timeoutSeconds: timeout)
         }
-        let code = offer["code"]?.stringValue ?? ""
-        let name = safe(offer["name"]?.stringValue ?? "")
+        let code = offer.code
+        let name = safe(offer.name)
         let shown = String(code.prefix(3)) + " " + String(code.dropFirst(3))
         if !wantsJSON {
-            print("Pairing with \(name) (\(offer["peer"]?.stringValue ?? "")).")
+            print("Pairing with \(name) (\(offer.peer)).")
             print("Both screens must show the same code:  \(shown)")
         }
         let accept: Bool
@@ -224,9 +234,9 @@ struct Runner {
             fflush(nil)
             accept = ["y", "yes"].contains((readLine() ?? "").trimmingCharacters(in: .whitespaces).lowercased())
         }
-        let result: JSONValue
+        let result: PairingResult
         do {
-            result = try client.request("pairConfirm", ["session": offer["session"] ?? .null, "accept": .bool(accept)])
+            result = try client.pairConfirm(session: offer.session, accept: accept)
         } catch where error.code != .daemonUnavailable {
             if wantsJSON {
                 print(JSONValue.object(["paired": false, "code": .string(code), "error": error.json]).prettyPrinted())
@@ -235,18 +245,16 @@ struct Runner {
             return ExitCode.failure
         }
         if wantsJSON {
-            print(JSONValue.object(["paired": true, "code": .string(code), "peer": result["peer"] ?? .null,
-                                    "name": result["name"] ?? .null]).prettyPrinted())
+            print(JSONValue.object(["paired": true, "code": .string(code), "peer": .string(result.peer),
+                                    "name": .string(result.name)]).prettyPrinted())
         } else {
-            print("Paired with \(name) (\(result["peer"]?.stringValue ?? "")).")
+            print("Paired with \(name) (\(result.peer)).")
         }
         return 0
     }
 
     private func doctor() throws(HandoffError) -> Int32 {
-        var parameters: [String: JSONValue] = [:]
-        if let peer = arguments.positionals.first { parameters["peer"] = .string(peer) }
-        let report = try client.request("doctor", parameters)
+        let report = try client.request(.doctor(peer: arguments.positionals.first))
         let ok = report["ok"] == .bool(true)
         if wantsJSON {
             print(report.prettyPrinted())
@@ -278,29 +286,26 @@ struct Runner {
     }
 
     private func apps() throws(HandoffError) {
-        let apps = try client.request("declarations")["apps"]?.arrayValue ?? []
+        let apps = try client.declarations()
         if wantsJSON {
-            print(JSONValue.array(apps).prettyPrinted())
+            print(JSONValue.array(apps.map(\.json)).prettyPrinted())
             return
         }
         guard !apps.isEmpty else {
             print("No app declares an activity type. Apps declare them with X-Handoff-ActivityTypes in their .desktop file (Docs/APPS.md).")
             return
         }
-        printTable([["APP", "RUNNING", "TYPES"]] + apps.map {
-            [safe($0["app"]?.stringValue ?? ""), $0["running"] == .bool(true) ? "yes" : "no",
-             ($0["types"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: " ")]
-        })
+        printTable([["APP", "RUNNING", "TYPES"]] + apps.map { [safe($0.app), $0.running ? "yes" : "no", $0.types.joined(separator: " ")] })
     }
 
     private func ownName() throws(HandoffError) -> String {
-        try client.request("id")["name"]?.stringValue ?? "this-host"
+        try client.identity().name
     }
 
     private func devices() throws(HandoffError) {
-        let devices = try client.request("devices")["devices"]?.arrayValue ?? []
+        let devices = try client.devices()
         if wantsJSON {
-            print(JSONValue.array(devices).prettyPrinted())
+            print(JSONValue.array(devices.map(\.json)).prettyPrinted())
             return
         }
         guard !devices.isEmpty else {
@@ -309,28 +314,26 @@ struct Runner {
         }
         var rows = [["PEER", "NAME", "IN RANGE", "PAIRED"]]
         for device in devices {
-            let paired = Date(timeIntervalSince1970: Double(device["pairedAtMillis"]?.integerValue ?? 0) / 1000)
-            let again = device["needsPairingAgain"] == .bool(true)
-            rows.append([device["peer"]?.stringValue ?? "?", safe(device["name"]?.stringValue ?? ""),
-                         device["inRange"] == .bool(true) ? "yes" : "no",
-                         paired.formatted(date: .abbreviated, time: .shortened) + (again ? " (pair again)" : "")])
+            let paired = Date(timeIntervalSince1970: Double(device.pairedAtMillis) / 1000)
+            rows.append([device.peer, safe(device.name), device.inRange ? "yes" : "no",
+                         paired.formatted(date: .abbreviated, time: .shortened) + (device.needsPairingAgain ? " (pair again)" : "")])
         }
         printTable(rows)
-        if devices.contains(where: { $0["needsPairingAgain"] == .bool(true) }) {
+        if devices.contains(where: \.needsPairingAgain) {
             print("Devices marked (pair again) were paired with an older handoff: run 'handoff-peer pair' with each once more.")
         }
     }
 
     private func identity() throws(HandoffError) {
-        let result = try client.request("id")
+        let result = try client.identity()
         if arguments.flag("key") {
-            print(result["publicKey"]?.stringValue ?? "")
+            print(result.publicKey)
         } else if wantsJSON {
-            print(result.prettyPrinted())
+            print(result.json.prettyPrinted())
         } else {
-            print("Device id:  \(result["deviceId"]?.stringValue ?? "")")
-            print("Name:       \(safe(result["name"]?.stringValue ?? ""))")
-            print("Public key: \(result["publicKey"]?.stringValue ?? "")")
+            print("Device id:  \(result.deviceID)")
+            print("Name:       \(safe(result.name))")
+            print("Public key: \(result.publicKey)")
         }
     }
 
@@ -338,29 +341,44 @@ struct Runner {
     private func watch() throws(HandoffError) -> Int32 {
         try client.subscribe()
         while true {
-            let next: JSONValue?
+            let next: ReceivedEvent?
             do {
                 next = try client.nextEvent()
             } catch {
                 next = nil
             }
-            guard let event = next else {
+            guard let received = next else {
                 printError("handoffd went away (it stopped, or its socket closed): no more events.\nFix: Start handoffd again ('systemctl --user start handoffd'), then run 'handoff-peer watch' again.")
                 return ExitCode.unavailable
             }
             if wantsJSON {
-                print(event.encodedLine())
+                print(String(decoding: JSONWriter.line(received.json).dropLast(), as: UTF8.self))
             } else {
-                let name = event["event"]?.stringValue ?? "?"
-                let peer = event["peer"]?.stringValue ?? ""
-                let type = safe(event["type"]?.stringValue ?? event["offer"]?["type"]?.stringValue ?? "")
-                print([Date().formatted(.iso8601.time(includingFractionalSeconds: false)), name, peer, type].filter { !$0.isEmpty }.joined(separator: "  "))
+                let name = received.json["event"]?.stringValue ?? "?"
+                let detail = received.event.map(describe) ?? ""
+                print([Date().formatted(.iso8601.time(includingFractionalSeconds: false)), name, received.event?.peer ?? "", detail]
+                    .filter { !$0.isEmpty }.joined(separator: "  "))
             }
             fflush(nil)
         }
     }
 
     // MARK: - Formatting
+
+    /// What `watch` shows after an event's name and peer.
+    private func describe(_ event: Event) -> String {
+        switch event {
+        case let .summaryReceived(_, offer): safe(offer.type)
+        case let .declined(_, type), let .willContinue(_, _, type, _), let .payloadServed(_, type, _), let .activityEnded(type, _): safe(type)
+        case let .continued(continued): safe(continued.activity.type)
+        case let .failed(_, _, type, error, _): "\(safe(type))  \(error.code.rawValue)"
+        case let .progress(progress):
+            "\(safe(progress.type))  " + ProgressDisplay.bar(bytes: progress.bytes, total: progress.total, bytesPerSecond: progress.bytesPerSecond)
+        case let .transferWaiting(waiting): "waiting for \(safe(waiting.name)): \(safe(waiting.reason))"
+        case let .transferResumed(_, _, fromByte): "resumed at \(ProgressDisplay.mebibytes(fromByte)) MiB"
+        case .peerAppeared, .peerLeft, .summaryWithdrawn, .paired, .near, .enabled, .disabled: ""
+        }
+    }
 
     /// Strips control characters a peer could use to rewrite the terminal.
     private func safe(_ text: String) -> String {

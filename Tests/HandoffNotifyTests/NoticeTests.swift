@@ -1,3 +1,4 @@
+import HandoffAPI
 import HandoffCore
 @testable import HandoffNotify
 import Testing
@@ -59,13 +60,19 @@ import Testing
         #expect(Notice(failure: error, from: offer, capabilities: plain).body == "laptop-a is not near this host.\nFix: Bring the laptops closer & try again.")
     }
 
-    @Test func readsListEntries() {
-        let entry: JSONValue = ["peer": "K7QM", "name": "laptop-a", "offer": [
-            "type": "t.x", "title": "T", "sequence": 9, "deliverTo": "browser",
-            "timestampMillis": 1_000, "expiresAtMillis": 61_000, "ageMillis": 10_000]]
+    @Test func readsListEntries() throws {
+        let entry = try PeerEntry(json: ["peer": "K7QM", "name": "laptop-a", "hosts": [], "port": 47181, "lastSeenMillisAgo": 5,
+                                         "paths": [], "proximity": nil, "offer": [
+            "type": "t.x", "title": "T", "sequence": 9, "deliverTo": "browser", "payloadSize": 10, "digest": "00",
+            "timestampMillis": 1_000, "expiresAtMillis": 61_000, "ageMillis": 10_000]], context: "a peer")
         #expect(OfferNotice(listEntry: entry) == OfferNotice(peer: "K7QM", name: "laptop-a", type: "t.x", title: "T", sequence: 9,
                                                              deliverTo: "browser", remainingMillis: 50_000))
-        #expect(OfferNotice(listEntry: ["peer": "K7QM", "name": "laptop-a", "offer": nil]) == nil)
-        #expect(OfferNotice.offers(inList: [entry, ["peer": "X", "name": "y", "offer": ["type": "t"]]]).count == 1)
+        var idle = entry
+        idle.offer = nil
+        #expect(OfferNotice(listEntry: idle) == nil)
+        // An offer without where it continues (not from list) is not shown.
+        var partial = entry
+        partial.offer?.deliverTo = nil
+        #expect(OfferNotice.offers(inList: [entry, partial, idle]).count == 1)
     }
 }

@@ -1,0 +1,131 @@
+import HandoffCore
+
+/// Compact JSON straight into bytes, keys sorted (stable output), UTF-8 kept as
+/// is. The local API writes every message with it: Foundation's JSONEncoder
+/// costs tens of microseconds per small message and scales badly.
+public struct JSONWriter {
+    public private(set) var bytes: [UInt8] = []
+
+    public init(capacity: Int = 256) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// One message line: `value` and a newline.
+    public static func line(_ value: JSONValue) -> [UInt8] {
+        var writer = JSONWriter()
+        writer.write(value)
+        writer.bytes.append(UInt8(ascii: "\n"))
+        return writer.bytes
+    }
+
+    public mutating func write(_ value: JSONValue) {
+        switch value {
+        case .null: append("null")
+        case let .bool(flag): append(flag ? "true" : "false")
+        case let .integer(number): append(String(number))
+        case let .double(number): writeDouble(number)
+        case let .string(text): writeString(text)
+        case let .array(items):
+            bytes.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                write(item)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case let .object(fields):
+            bytes.append(UInt8(ascii: "{"))
+            for (index, key) in fields.keys.sorted().enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                writeString(key)
+                bytes.append(UInt8(ascii: ":"))
+                write(fields[key]!)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Non-finite numbers have no JSON form; property lists refuse them before they get here.
+    public mutating func writeDouble(_ number: Double) {
+        guard number.isFinite else { return append("null") }
+        // Integral values in the exactly representable range print without ".0", as JSONEncoder did.
+        if number.rounded() == number, abs(number) < 1e15 { return append(String(Int64(number))) }
+        append(number.description)
+    }
+
+    public mutating func writeString(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { Self.escape($0, into: &bytes) }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Text that is already JSON (punctuation, indentation).
+    public mutating func append(_ text: String) {
+        bytes.append(contentsOf: text.utf8)
+    }
+
+    public var count: Int { bytes.count }
+
+    /// Hands the bytes written so far to `body` (to write them out) and starts empty again.
+    public mutating func drain(_ body: (UnsafeRawBufferPointer) -> Void) {
+        bytes.withUnsafeBytes(body)
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    private static let base64Alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+    /// Standard base64 (RFC 4648, padded) of `input`, appended: a table lookup per
+    /// six bits. Callers write long data a chunk (a multiple of 3 bytes) at a time.
+    public mutating func appendBase64(_ input: UnsafeRawBufferPointer) {
+        let whole = input.count / 3
+        let length = (input.count + 2) / 3 * 4
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: length))
+        Self.base64Alphabet.withUnsafeBufferPointer { table in
+            bytes.withUnsafeMutableBufferPointer { output in
+                var out = start
+                for group in 0..<whole {
+                    let index = group * 3
+                    let value = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
+                    output[out] = table[Int(value >> 18)]
+                    output[out + 1] = table[Int((value >> 12) & 0x3F)]
+                    output[out + 2] = table[Int((value >> 6) & 0x3F)]
+                    output[out + 3] = table[Int(value & 0x3F)]
+                    out += 4
+                }
+                let rest = input.count - whole * 3
+                guard rest > 0 else { return }
+                let first = UInt32(input[whole * 3]) << 16
+                let value = rest == 2 ? first | UInt32(input[whole * 3 + 1]) << 8 : first
+                output[out] = table[Int(value >> 18)]
+                output[out + 1] = table[Int((value >> 12) & 0x3F)]
+                output[out + 2] = rest == 2 ? table[Int((value >> 6) & 0x3F)] : UInt8(ascii: "=")
+                output[out + 3] = UInt8(ascii: "=")
+            }
+        }
+    }
+
+    private static let hex = Array("0123456789abcdef".utf8)
+
+    /// RFC 8259 escapes: quote, backslash and control characters; everything else as is.
+    static func escape(_ input: UnsafeBufferPointer<UInt8>, into output: inout [UInt8]) {
+        var start = 0
+        for index in 0..<input.count {
+            let byte = input[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            output.append(contentsOf: UnsafeBufferPointer(rebasing: input[start..<index]))
+            start = index + 1
+            switch byte {
+            case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0x0A: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            default:
+                output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                           hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
+            }
+        }
+        output.append(contentsOf: UnsafeBufferPointer(rebasing: input[start..<input.count]))
+    }
+}

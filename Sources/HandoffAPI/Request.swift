@@ -1,0 +1,258 @@
+import Foundation
+import HandoffCore
+
+/// The local API's version (Docs/LOCAL-API.md, "Versions"). Version 1 was the
+/// untyped API that carried userInfo in JSON on accept and in `continued`;
+/// version 2 passes payloads by descriptor. A client states the version it
+/// speaks (`hello`, or `version` on any request); one that states none gets
+/// the current version.
+public enum LocalAPIVersion {
+    public static let current: Int64 = 2
+    public static let supported: ClosedRange<Int64> = 2...2
+
+    public static func check(_ version: Int64) throws(HandoffError) {
+        guard supported.contains(version) else {
+            let speaks = supported.count == 1 ? "version \(current)" : "versions \(supported.lowerBound) to \(supported.upperBound)"
+            throw HandoffError(.invalidRequest,
+                               "This client speaks local API version \(version); this handoffd speaks \(speaks).",
+                               fix: "Use a client (HandoffKit, handoff-peer) of the same handoff release as handoffd.")
+        }
+    }
+}
+
+/// Every op of the local API: the one list clients, daemon, help and errors use.
+public enum Op: String, CaseIterable, Sendable {
+    case hello, publish, becomeCurrent, resign, invalidate, list, accept, decline, status, id
+    case pair, pairListen, pairConfirm, pairable, devices, untrust, enable, disable, doctor
+    case declare, declarations, subscribe
+}
+
+/// One request, typed. `Request.decode` is the only reader of request JSON and
+/// `json` the only writer, so the daemon and every client agree on names.
+public enum Request: Equatable, Sendable {
+    case hello
+    /// The activity in JSON (small ones, scripts), or its payload encoding in a sealed memfd.
+    case publish(PublishBody)
+    case becomeCurrent, resign, invalidate, list
+    case accept(peer: String, requireApp: Bool, payload: Bool)
+    case decline(peer: String)
+    case status, id
+    case pair(peer: String?, address: String?)
+    case pairListen(timeoutSeconds: Int64)
+    case pairConfirm(session: Int64, accept: Bool)
+    case pairable, devices
+    case untrust(peer: String)
+    case enable, disable
+    case doctor(peer: String?)
+    case declare(app: String, types: [String], desktopID: String?, payloads: Bool)
+    case declarations
+    case subscribe(payloads: Bool)
+
+    public enum PublishBody: Equatable, Sendable {
+        case json(Activity)
+        /// Descriptor index: the payload (Activity's payload encoding) in a sealed memfd.
+        case descriptor(Int)
+    }
+
+    public var op: Op {
+        switch self {
+        case .hello: .hello
+        case .publish: .publish
+        case .becomeCurrent: .becomeCurrent
+        case .resign: .resign
+        case .invalidate: .invalidate
+        case .list: .list
+        case .accept: .accept
+        case .decline: .decline
+        case .status: .status
+        case .id: .id
+        case .pair: .pair
+        case .pairListen: .pairListen
+        case .pairConfirm: .pairConfirm
+        case .pairable: .pairable
+        case .devices: .devices
+        case .untrust: .untrust
+        case .enable: .enable
+        case .disable: .disable
+        case .doctor: .doctor
+        case .declare: .declare
+        case .declarations: .declarations
+        case .subscribe: .subscribe
+        }
+    }
+
+    /// How many descriptors travel with this request (SCM_RIGHTS, with its first byte).
+    public var descriptorCount: Int {
+        if case .publish(.descriptor) = self { return 1 }
+        return 0
+    }
+
+    /// How many descriptors a request line declares, read from its fields alone (so
+    /// also for a line that is otherwise wrong): one when it has `payloadFd`.
+    public static func declaredDescriptors(_ fields: [String: JSONValue]) -> Int {
+        fields["payloadFd"] != nil ? 1 : 0
+    }
+
+    static let peerHint = "a device id (or a unique prefix of it) or a device name"
+
+    /// The fields of a request line (without `id` and `version`, which `Envelope` handles).
+    public static func decode(_ fields: Fields) throws(HandoffError) -> Request {
+        guard let name = fields["op"] else { throw HandoffError.invalidRequest("The request has no \"op\".") }
+        guard let text = name.stringValue, let op = Op(rawValue: text) else {
+            throw HandoffError.invalidRequest("Unknown op '\(name.stringValue ?? "\(name)")'. Known: \(Op.allCases.map(\.rawValue).joined(separator: ", ")).")
+        }
+        let fields = Fields(fields.values, context: op.rawValue, code: .invalidRequest)
+        if op != .publish, fields["payloadFd"] != nil {
+            throw .invalidRequest("Only publish carries a descriptor (\"payloadFd\"); \(op.rawValue) takes none.")
+        }
+        switch op {
+        case .hello: return .hello
+        case .publish:
+            if let index = try fields.optionalInteger("payloadFd", "a descriptor index") {
+                guard index == 0, fields["activity"] == nil else {
+                    throw .invalidRequest("publish takes either \"activity\" (JSON) or \"payloadFd\": 0 (a sealed memfd), not both.")
+                }
+                return .publish(.descriptor(0))
+            }
+            guard let body = fields["activity"] else {
+                throw .invalidRequest("publish needs \"activity\" (an object) or \"payloadFd\": 0 with a sealed memfd.")
+            }
+            return .publish(.json(try Activity(json: body)))
+        case .becomeCurrent: return .becomeCurrent
+        case .resign: return .resign
+        case .invalidate: return .invalidate
+        case .list: return .list
+        case .accept:
+            return .accept(peer: try nonEmpty(fields.string("peer", peerHint), "peer", peerHint),
+                           requireApp: try fields.bool("requireApp", default: false),
+                           payload: try fields.bool("payload", default: false))
+        case .decline: return .decline(peer: try nonEmpty(fields.string("peer", peerHint), "peer", peerHint))
+        case .status: return .status
+        case .id: return .id
+        case .pair:
+            let request = Request.pair(peer: try fields.optionalString("peer"), address: try fields.optionalString("address"))
+            return request
+        case .pairListen:
+            let seconds = try fields.optionalInteger("timeoutSeconds") ?? 120
+            guard (1...3600).contains(seconds) else { throw .invalidRequest("\"timeoutSeconds\" must be 1 to 3600.") }
+            return .pairListen(timeoutSeconds: seconds)
+        case .pairConfirm:
+            guard let session = fields["session"]?.integerValue, let accept = fields["accept"]?.boolValue else {
+                throw .invalidRequest("pairConfirm needs \"session\" (from pair or pairListen) and \"accept\" (true or false).")
+            }
+            return .pairConfirm(session: session, accept: accept)
+        case .pairable: return .pairable
+        case .devices: return .devices
+        case .untrust:
+            let hint = "a device name, device id (or a unique prefix) or public key"
+            return .untrust(peer: try nonEmpty(fields.string("peer", hint), "peer", hint))
+        case .enable: return .enable
+        case .disable: return .disable
+        case .doctor: return .doctor(peer: try fields.optionalString("peer"))
+        case .declare:
+            guard let app = fields["app"]?.stringValue, !app.isEmpty, fields["types"]?.arrayValue != nil else {
+                throw .invalidRequest("declare needs \"app\" (a name) and \"types\" (a list of activity types).")
+            }
+            guard let types = try? fields.strings("types") else { throw .invalidRequest("\"types\" must hold strings.") }
+            return .declare(app: app, types: types, desktopID: try fields.optionalString("desktopId"),
+                            payloads: try fields.bool("payloads", default: false))
+        case .declarations: return .declarations
+        case .subscribe: return .subscribe(payloads: try fields.bool("payloads", default: false))
+        }
+    }
+
+    private static func nonEmpty(_ text: String, _ key: String, _ hint: String) throws(HandoffError) -> String {
+        guard !text.isEmpty else { throw .invalidRequest("This op needs \"\(key)\": \(hint).") }
+        return text
+    }
+
+    /// The request's fields, `op` included.
+    public var json: JSONValue {
+        var fields: [String: JSONValue] = ["op": .string(op.rawValue)]
+        switch self {
+        case .hello, .becomeCurrent, .resign, .invalidate, .list, .status, .id, .pairable, .devices, .enable, .disable, .declarations:
+            break
+        case let .publish(.json(activity)): fields["activity"] = activity.json
+        case let .publish(.descriptor(index)): fields["payloadFd"] = .integer(Int64(index))
+        case let .accept(peer, requireApp, payload):
+            fields["peer"] = .string(peer)
+            if requireApp { fields["requireApp"] = true }
+            if payload { fields["payload"] = true }
+        case let .decline(peer), let .untrust(peer): fields["peer"] = .string(peer)
+        case let .pair(peer, address):
+            fields.put("peer", peer.map { .string($0) })
+            fields.put("address", address.map { .string($0) })
+        case let .pairListen(seconds): fields["timeoutSeconds"] = .integer(seconds)
+        case let .pairConfirm(session, accept):
+            fields["session"] = .integer(session)
+            fields["accept"] = .bool(accept)
+        case let .doctor(peer): fields.put("peer", peer.map { .string($0) })
+        case let .declare(app, types, desktopID, payloads):
+            fields["app"] = .string(app)
+            fields["types"] = .array(types.map { .string($0) })
+            fields.put("desktopId", desktopID.map { .string($0) })
+            if payloads { fields["payloads"] = true }
+        case let .subscribe(payloads):
+            if payloads { fields["payloads"] = true }
+        }
+        return .object(fields)
+    }
+}
+
+/// A request line that could not be read: its id, when it had one, for the error reply.
+public struct RequestFailure: Error, Equatable {
+    public var id: JSONValue?
+    public var error: HandoffError
+    /// Descriptors the line declared: the reader takes (and closes) them, so the next line gets its own.
+    public var descriptorCount = 0
+}
+
+/// A request line: the request, the caller's `id` (echoed in the reply) and the version it speaks.
+public struct RequestEnvelope: Equatable, Sendable {
+    public var id: JSONValue?
+    public var version: Int64?
+    public var request: Request
+
+    public init(id: JSONValue? = nil, version: Int64? = LocalAPIVersion.current, request: Request) {
+        self.id = id
+        self.version = version
+        self.request = request
+    }
+
+    /// Parses one line. A failure carries the id when the line had one, for the error reply.
+    public static func decode(line: [UInt8]) -> Result<RequestEnvelope, RequestFailure> {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(Data(line))
+        } catch {
+            return .failure(RequestFailure(id: nil, error: error.message.hasPrefix("not valid JSON")
+                ? .invalidRequest("The request is not a JSON object.") : error))
+        }
+        guard let object = value.objectValue else { return .failure(RequestFailure(id: nil, error: .invalidRequest("The request is not a JSON object."))) }
+        let id = object["id"]
+        do throws(HandoffError) {
+            let fields = Fields(object, context: "the request", code: .invalidRequest)
+            let version = try fields.optionalInteger("version", "the API version this client speaks, an integer")
+            if let version { try LocalAPIVersion.check(version) }
+            return .success(RequestEnvelope(id: id, version: version, request: try Request.decode(fields)))
+        } catch {
+            return .failure(RequestFailure(id: id, error: error, descriptorCount: Request.declaredDescriptors(object)))
+        }
+    }
+
+    public var json: JSONValue {
+        guard case var .object(fields) = request.json else { return request.json }
+        fields.put("id", id)
+        fields.put("version", version.map { .integer($0) })
+        return .object(fields)
+    }
+}
+
+/// Which messages carry descriptors: a request, reply or event carries one, its
+/// payload, when it names `payloadFd` (at its top level, or in a reply's `result`).
+/// The descriptor arrives no later than the message's first byte.
+public enum MessageDescriptors {
+    public static func declared(in message: JSONValue) -> Int {
+        message["payloadFd"] != nil || message["result"]?["payloadFd"] != nil ? 1 : 0
+    }
+}
