@@ -102,12 +102,9 @@ extension Daemon {
         let bound = Self.launchWaitMillis
         return await withCheckedContinuation { waiter in
             pendingDeliveries.append(PendingDelivery(id: acceptID, app: app, desktopID: desktopID, type: type, events: events, waiter: waiter))
-            Task {
-                try? await Task.sleep(for: .milliseconds(bound))
-                self.endPending(acceptID, HandoffError(
+            EventExecutor.shared.after(millis: bound) { Task { await self.endPending(acceptID, HandoffError(
                     .app, "\(app) was started to continue \(type) but did not take it within \(bound / 1000) s: it did not start, or it does not declare \(type) when it runs.",
-                    fix: "Start \(app) by hand and accept again; if it never continues \(type), its .desktop file (\(desktopID)) declares a type the app does not."))
-            }
+                    fix: "Start \(app) by hand and accept again; if it never continues \(type), its .desktop file (\(desktopID)) declares a type the app does not.")) } }
         }
     }
 
@@ -210,10 +207,7 @@ final class ProcessExit: @unchecked Sendable {
             }
             waiter = continuation
             lock.unlock()
-            Task {
-                try? await Task.sleep(for: .milliseconds(millis))
-                self.timedOut()
-            }
+            EventExecutor.shared.after(millis: UInt64(millis)) { self.timedOut() }
         }
     }
 

@@ -141,11 +141,7 @@ public actor Daemon {
                                fix: "Stop the program using the port or pass another with --port.")
         }
         try startLocalAPI()
-        do {
-            timer = try WakeTimer(name: "timer") { [self] in Task { await self.wake() } }
-        } catch {
-            throw HandoffError(.internal, "Cannot create the daemon's timer: \(error).", fix: "Check the process's descriptor limit (ulimit -n).")
-        }
+        timer = WakeTimer { [self] in Task { await self.wake() } }
         try startDiscovery()
         multicast?.refreshInterfaces()
         contactEpoch = ServiceRecord.epoch(wallClockMillis: wallClockMillis())

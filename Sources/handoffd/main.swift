@@ -5,6 +5,9 @@ import HandoffCore
 import HandoffDaemon
 import HandoffTransport
 
+// Before any Task: Swift concurrency runs on our threads, not libdispatch's (EventExecutor says why).
+EventExecutor.install()
+
 let spec = CommandSpec(
     name: "handoffd",
     abstract: "handoffd: the Handoff daemon. Announces this host, lists what trusted peers offer, serves and fetches activities.",
