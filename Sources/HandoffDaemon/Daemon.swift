@@ -65,6 +65,7 @@ public actor Daemon {
     var pairingBeaconBudget = SourceBudget(perSource: Daemon.pairingBeaconRate, overall: Daemon.pairingBeaconOverallRate,
                                            maximumSources: 256)
     var declarations = AppDeclarations()
+    var desktopWatcher: DesktopFileWatcher?
     var inflightAccepts: [InflightKey: [CheckedContinuation<AcceptOutcome, Never>]] = [:]
     var activeAccepts: [Int64: (peer: DeviceID, type: String)] = [:]
     /// Continuations for apps the daemon started, kept until they declare their types.
@@ -141,6 +142,10 @@ public actor Daemon {
                                fix: "Stop the program using the port or pass another with --port.")
         }
         try startLocalAPI()
+        if let watcher = DesktopFileWatcher(directories: AppDeclarations.applicationDirectories(), log: log) {
+            desktopWatcher = watcher
+            declarations.disk.watch { watcher.changes() }
+        }
         timer = WakeTimer { [self] in Task { await self.wake() } }
         try startDiscovery()
         multicast?.refreshInterfaces()
@@ -181,6 +186,7 @@ public actor Daemon {
     public func shutdown() -> ShutdownHandle {
         log.info("stopping")
         timer?.stop()
+        desktopWatcher?.stop()
         sayGoodbye()
         saveReplayState()
         failActiveAccepts()
