@@ -21,6 +21,8 @@ extension Daemon {
     static let launchWaitMillis: UInt64 = 15_000
     /// xdg-open and browsers hand the page over and return; a failure shows by then.
     static let browserWaitMillis = 3_000
+    /// After accepting at least this much, freed heap memory goes back to the system.
+    static let trimAfterBytes: UInt32 = 1 << 20
 
     /// After the fetch: delivers to the target, then reports exactly one of continued or failed.
     func finishAccept(_ fetched: AcceptOutcome, acceptID: Int64, peer: Peer, type: String, target: DeliveryTarget,
@@ -46,6 +48,8 @@ extension Daemon {
         }
         // Gone when the daemon is stopping and has already reported this accept as failed.
         guard activeAccepts.removeValue(forKey: acceptID) != nil else { return outcome }
+        // A large payload's buffers would stay in malloc's arenas, resident, until reused.
+        if activeAccepts.isEmpty, (peer.offer?.summary.payloadSize ?? 0) >= Self.trimAfterBytes { Malloc.trim() }
         switch outcome {
         case let .success(result):
             log.info("continued type \(type) from \(peer.deviceID) in \(target.app): handshake \(Int(result.timing.handshakeMillis)) ms, transfer \(Int(result.timing.transferMillis)) ms")

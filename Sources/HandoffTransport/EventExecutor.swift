@@ -36,6 +36,10 @@ public final class EventExecutor: @unchecked Sendable {
     private var started = false
     private var idle = 0
     private var keeper = false
+    /// The pool's threads, and the one running a deadline's call (what that call
+    /// enqueues or schedules, this thread picks up itself once the call returns).
+    private var threads: Set<pthread_t> = []
+    private var inTimedCall: pthread_t?
 
     init(threads: Int) {
         threadCount = threads
@@ -67,7 +71,9 @@ public final class EventExecutor: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         jobs.append(job)
         startIfNeeded()
-        if idle > 0 { pthread_cond_signal(condition) } else if keeper { pthread_cond_signal(timerCondition) }
+        if inTimedCall != pthread_self() {
+            if idle > 0 { pthread_cond_signal(condition) } else if keeper { pthread_cond_signal(timerCondition) }
+        }
         pthread_mutex_unlock(mutex)
     }
 
@@ -78,9 +84,10 @@ public final class EventExecutor: @unchecked Sendable {
         nextID += 1
         let id = nextID
         timed[id] = (Self.nowNanos() &+ millis &* 1_000_000, call)
-        // The keeper recomputes its timeout, or an idle thread becomes the keeper; the others stay asleep.
+        // The keeper recomputes its timeout, or an idle thread becomes the keeper; the others stay
+        // asleep. A pool thread that schedules goes back to the loop and keeps the deadline itself.
         startIfNeeded()
-        if keeper { pthread_cond_signal(timerCondition) } else if idle > 0 { pthread_cond_signal(condition) }
+        if keeper { pthread_cond_signal(timerCondition) } else if idle > 0, !threads.contains(pthread_self()) { pthread_cond_signal(condition) }
         pthread_mutex_unlock(mutex)
         return Deadline(id: id)
     }
@@ -115,6 +122,7 @@ public final class EventExecutor: @unchecked Sendable {
         // The generic executor: what libdispatch's global executor runs jobs on too.
         let generic = unsafeBitCast((0, 0), to: UnownedSerialExecutor.self)
         pthread_mutex_lock(mutex)
+        threads.insert(pthread_self())
         while true {
             if jobHead < jobs.count {
                 let job = jobs[jobHead]
@@ -134,9 +142,11 @@ public final class EventExecutor: @unchecked Sendable {
                 if entry.atNanos <= now {
                     timed.removeValue(forKey: id)
                     handOverDeadlines()
+                    inTimedCall = pthread_self()
                     pthread_mutex_unlock(mutex)
                     entry.call()
                     pthread_mutex_lock(mutex)
+                    inTimedCall = nil
                     continue
                 }
                 if !keeper {

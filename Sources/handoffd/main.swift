@@ -5,7 +5,9 @@ import HandoffCore
 import HandoffDaemon
 import HandoffTransport
 
-// Before any Task: Swift concurrency runs on our threads, not libdispatch's (EventExecutor says why).
+// Before any Task or thread: Swift concurrency runs on our threads, not libdispatch's
+// (EventExecutor says why), and malloc keeps few arenas.
+Malloc.configureForDaemon()
 EventExecutor.install()
 
 let spec = CommandSpec(
