@@ -233,10 +233,8 @@ public actor Daemon {
         let mono = monotonicMillis()
         let wall = wallClockMillis()
         func until(_ deadline: UInt64, _ now: UInt64) -> UInt64 { deadline > now ? deadline - now : 0 }
-        // Keepalives reach present devices and probes seen ones: with neither and nothing pending, the
-        // schedule has nothing to send until a change or an arriving announcement, which arm the timer themselves.
-        let scheduleMatters = schedule.hasPending || devices.contains { $0.present || ($0.seen && $0.eligible) }
-        var delay = scheduleMatters ? until(schedule.nextDeadline(nowMillis: mono, devices: devices), mono) : .max
+        // Also while nobody is present: housekeeping is where new interfaces and addresses are noticed.
+        var delay = until(schedule.nextDeadline(nowMillis: mono, devices: devices), mono)
         for peer in peers.peers.values { delay = min(delay, until(peer.lastSeenMillis &+ peer.ttlMillis, wall)) }
         if let current = published {
             if let expires = current.activity.expiresAtMillis { delay = min(delay, until(expires, wall)) }
