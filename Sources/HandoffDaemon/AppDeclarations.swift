@@ -4,7 +4,9 @@ import HandoffCore
 /// Which activity types the apps on this host continue: declared on disk in
 /// `.desktop` files under the XDG application directories (apps that are not
 /// running), and registered at run time over the local API (apps that are).
-/// Read again on every check, so installing an app needs no daemon restart.
+/// The disk's declarations are cached while `DesktopFileWatcher` watches the
+/// directories and read again after it sees a change, so installing an app
+/// needs no daemon restart and an accept no directory scan.
 struct AppDeclarations {
     struct DiskDeclaration: Sendable {
         var desktopID: String
@@ -15,6 +17,8 @@ struct AppDeclarations {
 
     /// Run-time registrations, by local API connection.
     var registered: [ObjectIdentifier: (app: String, types: Set<String>)] = [:]
+    /// The disk's declarations (a reference: read from non-mutating checks on the daemon's actor only).
+    let disk = DiskDeclarations()
 
     /// `$XDG_DATA_HOME/applications`, then each `$XDG_DATA_DIRS/applications` (spec defaults when unset).
     static func applicationDirectories(environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
@@ -30,8 +34,7 @@ struct AppDeclarations {
         var seen: Set<String> = []
         var found: [DiskDeclaration] = []
         for directory in directories {
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { continue }
-            for name in names.sorted() where name.hasSuffix(".desktop") && !seen.contains(name) {
+            for name in Self.fileNames(in: directory).sorted() where name.hasSuffix(".desktop") && !seen.contains(name) {
                 seen.insert(name)
                 guard let text = Self.readDesktopFile(directory + "/" + name),
                       let entry = try? DesktopEntry(parsing: text),
@@ -40,6 +43,18 @@ struct AppDeclarations {
             }
         }
         return found
+    }
+
+    /// The names in `directory` (none when it cannot be read): readdir, no per-file lookups.
+    static func fileNames(in directory: String) -> [String] {
+        guard let handle = opendir(directory) else { return [] }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
     }
 
     /// A `.desktop` file's text, read through one descriptor: it must be a regular file
@@ -67,7 +82,7 @@ struct AppDeclarations {
     /// The apps (names) that continue `type`, running ones first.
     func apps(for type: String) -> [String] {
         let running = registered.values.filter { $0.types.contains(type) }.map(\.app).sorted()
-        let installed = Self.scanDisk().filter { $0.types.contains(type) }.map(\.name)
+        let installed = disk.current().filter { $0.types.contains(type) }.map(\.name)
         return running + installed.filter { !running.contains($0) }
     }
 
@@ -78,7 +93,7 @@ struct AppDeclarations {
 
     /// The first installed app that declares `type` (the daemon starts it when none runs).
     func installedApp(for type: String) -> DiskDeclaration? {
-        Self.scanDisk().first { $0.types.contains(type) }
+        disk.current().first { $0.types.contains(type) }
     }
 
     /// The command line of an `Exec=` value, with the field codes (%u, %f, ...) removed
@@ -112,6 +127,36 @@ struct AppDeclarations {
     }
 
     func allTypes() -> Set<String> {
-        Set(registered.values.flatMap(\.types)).union(Self.scanDisk().flatMap(\.types))
+        Set(registered.values.flatMap(\.types)).union(disk.current().flatMap(\.types))
+    }
+}
+
+/// The declarations found on disk, scanned again only when the watcher counted a
+/// change since the last scan; without a watcher (inotify unavailable), on every read.
+final class DiskDeclarations {
+    private let scan: () -> [AppDeclarations.DiskDeclaration]
+    private var cached: (generation: UInt64, declarations: [AppDeclarations.DiskDeclaration])?
+    /// Changes seen by the watcher; nil while nothing watches.
+    private var changes: (@Sendable () -> UInt64)?
+    private(set) var scans = 0
+
+    init(scan: @escaping () -> [AppDeclarations.DiskDeclaration] = { AppDeclarations.scanDisk() }) {
+        self.scan = scan
+    }
+
+    /// From now on, cache between changes as `generation` counts them.
+    func watch(generation: @escaping @Sendable () -> UInt64) {
+        changes = generation
+        cached = nil
+    }
+
+    func current() -> [AppDeclarations.DiskDeclaration] {
+        // Read before scanning: a change during the scan makes the next read scan again.
+        let generation = changes?()
+        if let generation, let cached, cached.generation == generation { return cached.declarations }
+        let found = scan()
+        scans += 1
+        cached = generation.map { ($0, found) }
+        return found
     }
 }

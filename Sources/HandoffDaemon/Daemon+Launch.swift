@@ -24,6 +24,8 @@ extension Daemon {
     static let launchWaitMillis: UInt64 = 15_000
     /// xdg-open and browsers hand the page over and return; a failure shows by then.
     static let browserWaitMillis = 3_000
+    /// After accepting at least this much, freed heap memory goes back to the system.
+    static let trimAfterBytes: UInt32 = 1 << 20
 
     /// After the fetch: delivers to the target, then reports exactly one of continued or failed.
     func finishAccept(_ fetched: AcceptOutcome, acceptID: Int64, peer: Peer, type: String, target: DeliveryTarget,
@@ -50,6 +52,8 @@ extension Daemon {
         }
         // Gone when the daemon is stopping and has already reported this accept as failed.
         guard activeAccepts.removeValue(forKey: acceptID) != nil else { return outcome }
+        // A large payload's buffers would stay in malloc's arenas, resident, until reused.
+        if activeAccepts.isEmpty, (peer.offer?.summary.payloadSize ?? 0) >= Self.trimAfterBytes { Malloc.trim() }
         switch outcome {
         case let .success(result):
             log.info("continued type \(type) from \(peer.deviceID) in \(target.app): handshake \(Int(result.timing.handshakeMillis)) ms, transfer \(Int(result.timing.transferMillis)) ms")
@@ -103,12 +107,9 @@ extension Daemon {
         let bound = Self.launchWaitMillis
         return await withCheckedContinuation { waiter in
             pendingDeliveries.append(PendingDelivery(id: acceptID, app: app, desktopID: desktopID, type: type, events: events, payload: payload, waiter: waiter))
-            Task {
-                try? await Task.sleep(for: .milliseconds(bound))
-                self.endPending(acceptID, HandoffError(
+            EventExecutor.shared.after(millis: bound) { Task { await self.endPending(acceptID, HandoffError(
                     .app, "\(app) was started to continue \(type) but did not take it within \(bound / 1000) s: it did not start, or it does not declare \(type) when it runs.",
-                    fix: "Start \(app) by hand and accept again; if it never continues \(type), its .desktop file (\(desktopID)) declares a type the app does not."))
-            }
+                    fix: "Start \(app) by hand and accept again; if it never continues \(type), its .desktop file (\(desktopID)) declares a type the app does not.")) } }
         }
     }
 
@@ -217,10 +218,7 @@ final class ProcessExit: @unchecked Sendable {
             }
             waiter = continuation
             lock.unlock()
-            Task {
-                try? await Task.sleep(for: .milliseconds(millis))
-                self.timedOut()
-            }
+            EventExecutor.shared.after(millis: UInt64(millis)) { self.timedOut() }
         }
     }
 

@@ -114,10 +114,7 @@ extension Daemon {
         return await withCheckedContinuation { continuation in
             pairing.listeners[id] = continuation
             announce()
-            Task {
-                try? await Task.sleep(for: .seconds(seconds))
-                self.closeListener(id)
-            }
+            EventExecutor.shared.after(millis: UInt64(seconds) * 1000) { Task { await self.closeListener(id) } }
         }
     }
 
@@ -413,9 +410,9 @@ extension Daemon {
         pairing.sessions[offer.session] = session
         return await withCheckedContinuation { continuation in
             pairing.sessions[offer.session]?.decision = continuation
-            Task {
-                try? await Task.sleep(for: .seconds(PairingState.decisionTimeoutSeconds))
-                self.expireDecision(offer.session)
+            let session = offer.session
+            EventExecutor.shared.after(millis: UInt64(PairingState.decisionTimeoutSeconds) * 1000) {
+                Task { await self.expireDecision(session) }
             }
         }
     }

@@ -66,6 +66,7 @@ public actor Daemon {
     var pairingBeaconBudget = SourceBudget(perSource: Daemon.pairingBeaconRate, overall: Daemon.pairingBeaconOverallRate,
                                            maximumSources: 256)
     var declarations = AppDeclarations()
+    var desktopWatcher: DesktopFileWatcher?
     var inflightAccepts: [InflightKey: [CheckedContinuation<AcceptOutcome, Never>]] = [:]
     var activeAccepts: [Int64: (peer: DeviceID, type: String)] = [:]
     /// Continuations for apps the daemon started, kept until they declare their types.
@@ -142,11 +143,11 @@ public actor Daemon {
                                fix: "Stop the program using the port or pass another with --port.")
         }
         try startLocalAPI()
-        do {
-            timer = try WakeTimer(name: "timer") { [self] in Task { await self.wake() } }
-        } catch {
-            throw HandoffError(.internal, "Cannot create the daemon's timer: \(error).", fix: "Check the process's descriptor limit (ulimit -n).")
+        if let watcher = DesktopFileWatcher(directories: AppDeclarations.applicationDirectories(), log: log) {
+            desktopWatcher = watcher
+            declarations.disk.watch { watcher.changes() }
         }
+        timer = WakeTimer { [self] in Task { await self.wake() } }
         try startDiscovery()
         multicast?.refreshInterfaces()
         contactEpoch = ServiceRecord.epoch(wallClockMillis: wallClockMillis())
@@ -186,6 +187,7 @@ public actor Daemon {
     public func shutdown() -> ShutdownHandle {
         log.info("stopping")
         timer?.stop()
+        desktopWatcher?.stop()
         sayGoodbye()
         saveReplayState()
         failActiveAccepts()
@@ -232,6 +234,7 @@ public actor Daemon {
         let mono = monotonicMillis()
         let wall = wallClockMillis()
         func until(_ deadline: UInt64, _ now: UInt64) -> UInt64 { deadline > now ? deadline - now : 0 }
+        // Also while nobody is present: housekeeping is where new interfaces and addresses are noticed.
         var delay = until(schedule.nextDeadline(nowMillis: mono, devices: devices), mono)
         for peer in peers.peers.values { delay = min(delay, until(peer.lastSeenMillis &+ peer.ttlMillis, wall)) }
         if let current = published {

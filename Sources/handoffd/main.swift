@@ -5,6 +5,11 @@ import HandoffCore
 import HandoffDaemon
 import HandoffTransport
 
+// Before any Task or thread: Swift concurrency runs on our threads, not libdispatch's
+// (EventExecutor says why), and malloc keeps few arenas.
+Malloc.configureForDaemon()
+EventExecutor.install()
+
 let spec = CommandSpec(
     name: "handoffd",
     abstract: "handoffd: the Handoff daemon. Announces this host, lists what trusted peers offer, serves and fetches activities.",

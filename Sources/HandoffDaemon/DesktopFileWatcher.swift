@@ -1,0 +1,143 @@
+import Foundation
+import Glibc
+import HandoffTransport
+
+/// Counts changes to the XDG application directories with inotify, so the
+/// `.desktop` declarations are scanned again only after one. A directory that
+/// does not exist yet is watched through its nearest existing ancestor, for
+/// the one name that leads to it; when that appears, the watches are set up
+/// again. One thread blocks in poll() on the inotify descriptor and a stop
+/// pipe, with no timeout: it wakes only when something in those directories
+/// changes. It owns both descriptors and closes them once, when it ends.
+final class DesktopFileWatcher: Sendable {
+    /// What to watch for one configured directory: the directory itself, or an
+    /// existing ancestor and the name of its child on the way to it.
+    struct Watch: Equatable {
+        var path: String
+        var waitingFor: String?
+    }
+
+    static let directoryEvents = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB
+                                        | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+    static let ancestorEvents = UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+
+    private let generation = Locked<UInt64>(0)
+    /// The stop pipe's write end, owned by `stop`, which closes it once (nil after).
+    private let stopWrite: Locked<Int32?>
+
+    /// What to watch for `directories`; `isDirectory` is the file system (a parameter for tests).
+    static func plan(for directories: [String], isDirectory: (String) -> Bool) -> [Watch] {
+        var watches: [Watch] = []
+        for directory in directories {
+            var path = directory
+            var child: String?
+            while !isDirectory(path) {
+                guard let slash = path.lastIndex(of: "/"), path != "/" else { break }
+                child = String(path[path.index(after: slash)...])
+                path = slash == path.startIndex ? "/" : String(path[..<slash])
+            }
+            let watch = Watch(path: path, waitingFor: isDirectory(path) ? child : nil)
+            guard isDirectory(path), !watches.contains(watch) else { continue }
+            watches.append(watch)
+        }
+        return watches
+    }
+
+    /// Whether an event on `watch` means the declarations may have changed (and, for an ancestor, the watches must be set up again).
+    static func matters(_ watch: Watch, mask: UInt32, name: String) -> Bool {
+        if mask & UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 { return true }
+        guard let waiting = watch.waitingFor else { return true }
+        return name == waiting
+    }
+
+    /// Starts watching; nil (the caller then scans on every read) when inotify is unavailable.
+    init?(directories: [String], log: Log) {
+        let inotify = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        guard inotify >= 0 else {
+            log.warning("cannot watch the application directories (inotify: \(String(cString: strerror(errno)))): .desktop files are read on every accept")
+            return nil
+        }
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            close(inotify)
+            return nil
+        }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        stopWrite = Locked(ends[1])
+        let stopRead = ends[0]
+        let generation = generation
+        // Set up before returning: a change right after the start is counted.
+        let initial = Self.setUp(inotify, directories: directories, replacing: [:])
+        let thread = Thread {
+            defer {
+                close(inotify)
+                close(stopRead)
+            }
+            var watches = initial
+            // Room for many events at once; each is 16 bytes and a name of at most NAME_MAX + 1.
+            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+            while true {
+                var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0)]
+                guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { return }
+                if fds[1].revents != 0 { return }
+                let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
+                guard count > 0 else { continue }
+                var changed = false
+                var rebuild = false
+                buffer.withUnsafeBytes { bytes in
+                    var offset = 0
+                    while offset + MemoryLayout<inotify_event>.size <= count {
+                        let event = bytes.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+                        let nameStart = offset + MemoryLayout<inotify_event>.size
+                        let nameEnd = min(count, nameStart + Int(event.len))
+                        let name = String(decoding: bytes[nameStart..<nameEnd].prefix { $0 != 0 }, as: UTF8.self)
+                        offset = nameEnd
+                        if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
+                            (changed, rebuild) = (true, true)
+                            continue
+                        }
+                        // Not a current watch: one a rebuild removed (its IN_IGNORED comes after).
+                        guard let watch = watches[event.wd],
+                              DesktopFileWatcher.matters(watch, mask: event.mask, name: name) else { continue }
+                        changed = true
+                        if watch.waitingFor != nil || event.mask & UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+                            rebuild = true
+                        }
+                    }
+                }
+                if rebuild { watches = DesktopFileWatcher.setUp(inotify, directories: directories, replacing: watches) }
+                if changed { generation.withLock { $0 &+= 1 } }
+            }
+        }
+        thread.name = "desktop files"
+        thread.start()
+    }
+
+    /// (Re)places the watches for `directories`; returns them by watch descriptor.
+    private static func setUp(_ inotify: Int32, directories: [String], replacing old: [Int32: Watch]) -> [Int32: Watch] {
+        for descriptor in old.keys { inotify_rm_watch(inotify, descriptor) }
+        var watches: [Int32: Watch] = [:]
+        for watch in plan(for: directories, isDirectory: { path in
+            var info = stat()
+            return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+        }) {
+            let descriptor = inotify_add_watch(inotify, watch.path, watch.waitingFor == nil ? directoryEvents : ancestorEvents)
+            if descriptor >= 0 { watches[descriptor] = watch }
+        }
+        return watches
+    }
+
+    /// Changes seen so far (any change to a watched directory counts).
+    func changes() -> UInt64 {
+        generation.withLock { $0 }
+    }
+
+    /// Ends the thread, which closes the inotify descriptor and the pipe's read end.
+    func stop() {
+        // Closing the write end wakes the thread's poll (end of file on the read end).
+        stopWrite.withLock { end in
+            if let descriptor = end { close(descriptor) }
+            end = nil
+        }
+    }
+}
