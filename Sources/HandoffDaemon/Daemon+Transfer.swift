@@ -235,10 +235,11 @@ extension Daemon {
                     throw HandoffError(.trust, "The host at that address is not the device that made the offer.",
                                        fix: "Another device answered on the peer's address; check the network, then accept again.")
                 }
-                // A stalled link shows as no bytes for a while, not as an error: TCP would wait minutes.
-                try? channel.connection.setTimeout(millis: min(timeoutMillis, stallMillis))
                 let meter = ProgressMeter(total: Int(summary.payloadSize), from: reception.authenticated, report: events.progress)
                 let fetched = try exchange(over: channel, offer: offer, reception: reception, onStart: { start in
+                    // Once payload bytes flow, a stalled link shows as no bytes for a while, not
+                    // as an error (TCP would wait minutes): it ends this connection and a resume begins.
+                    try? channel.connection.setTimeout(millis: min(timeoutMillis, stallMillis))
                     if start.offset > 0 {
                         timing.resumes += 1
                         events.resumed(start.offset)
