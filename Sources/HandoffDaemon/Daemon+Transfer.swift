@@ -211,8 +211,7 @@ extension Daemon {
         let reception = PayloadReception(summary: summary)
         let started = monotonicNanos()
         var transferStarted = started
-        var giveUpAtMillis: UInt64?
-        var authenticatedAtCut = 0
+        var window = ResumeWindow(windowMillis: resumeWindowMillis, expiresAtMillis: summary.expiresAtMillis)
         var pause: UInt32 = 100_000
         while true {
             let resuming = reception.isStarted
@@ -255,19 +254,17 @@ extension Daemon {
                     return (.failure(error), timing)
                 }
                 let now = wallClockMillis()
-                if giveUpAtMillis == nil || reception.authenticated > authenticatedAtCut {
-                    // A new cut (the last connection moved the transfer on): a new window.
-                    let until = min(now + resumeWindowMillis, summary.expiresAtMillis)
-                    giveUpAtMillis = until
-                    authenticatedAtCut = reception.authenticated
-                    pause = 100_000
-                    events.waiting(until, error.message)
-                }
-                guard let until = giveUpAtMillis, now < until else {
+                switch window.failed(nowMillis: now, authenticated: reception.authenticated) {
+                case .giveUp:
                     return (.failure(gaveUp(summary: summary, peerName: peerName, reception: reception, cause: error)), timing)
+                case let .wait(until, newCut):
+                    if newCut {
+                        pause = 100_000
+                        events.waiting(until, error.message)
+                    }
+                    usleep(min(pause, UInt32(clamping: (until - now) * 1000)))
+                    pause = min(pause * 2, 1_000_000)
                 }
-                usleep(min(pause, UInt32(clamping: (until - now) * 1000)))
-                pause = min(pause * 2, 1_000_000)
             }
         }
     }

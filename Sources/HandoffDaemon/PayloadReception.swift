@@ -201,3 +201,36 @@ final class ProgressMeter {
         report(bytes, throttle.total, Int(Double(bytes - from) * 1e9 / Double(elapsed)))
     }
 }
+
+/// When a cut transfer waits for its peer and when it gives up: each cut opens
+/// a window of `windowMillis`, never past the offer's expiry; attempts within
+/// it fail without a new cut until a connection moves the transfer on.
+struct ResumeWindow {
+    enum Step: Equatable {
+        /// Try again before `untilMillis`; `newCut` when this failure starts a wait (announce it).
+        case wait(untilMillis: UInt64, newCut: Bool)
+        case giveUp
+    }
+
+    let windowMillis: UInt64
+    let expiresAtMillis: UInt64
+    private var untilMillis: UInt64?
+    private var authenticatedAtCut = 0
+
+    init(windowMillis: UInt64, expiresAtMillis: UInt64) {
+        self.windowMillis = windowMillis
+        self.expiresAtMillis = expiresAtMillis
+    }
+
+    /// A connection failed with `authenticated` payload bytes held.
+    mutating func failed(nowMillis: UInt64, authenticated: Int) -> Step {
+        var newCut = false
+        if untilMillis == nil || authenticated > authenticatedAtCut {
+            untilMillis = min(nowMillis + windowMillis, expiresAtMillis)
+            authenticatedAtCut = authenticated
+            newCut = true
+        }
+        guard let until = untilMillis, nowMillis < until else { return .giveUp }
+        return .wait(untilMillis: until, newCut: newCut)
+    }
+}

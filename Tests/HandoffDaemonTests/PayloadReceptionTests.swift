@@ -233,3 +233,28 @@ private func outcome(_ body: () throws(HandoffError) -> FetchedPayload) -> Resul
         #expect(pipeline.finish().count == 32)
     }
 }
+
+@Suite struct ResumeWindowTests {
+    @Test func aCutWaitsThirtySecondsThenGivesUp() {
+        var window = ResumeWindow(windowMillis: 30_000, expiresAtMillis: 1_000_000)
+        #expect(window.failed(nowMillis: 100_000, authenticated: 5) == .wait(untilMillis: 130_000, newCut: true))
+        // Attempts that get nothing further keep the same window.
+        #expect(window.failed(nowMillis: 110_000, authenticated: 5) == .wait(untilMillis: 130_000, newCut: false))
+        #expect(window.failed(nowMillis: 129_999, authenticated: 5) == .wait(untilMillis: 130_000, newCut: false))
+        #expect(window.failed(nowMillis: 130_000, authenticated: 5) == .giveUp)
+    }
+
+    @Test func aConnectionThatMovedTheTransferOnOpensANewWindow() {
+        var window = ResumeWindow(windowMillis: 30_000, expiresAtMillis: 1_000_000)
+        _ = window.failed(nowMillis: 100_000, authenticated: 5)
+        #expect(window.failed(nowMillis: 125_000, authenticated: 9) == .wait(untilMillis: 155_000, newCut: true))
+    }
+
+    @Test func theOffersExpiryEndsTheWaitSooner() {
+        var window = ResumeWindow(windowMillis: 30_000, expiresAtMillis: 110_000)
+        #expect(window.failed(nowMillis: 100_000, authenticated: 5) == .wait(untilMillis: 110_000, newCut: true))
+        #expect(window.failed(nowMillis: 110_000, authenticated: 5) == .giveUp)
+        var expired = ResumeWindow(windowMillis: 30_000, expiresAtMillis: 90_000)
+        #expect(expired.failed(nowMillis: 100_000, authenticated: 5) == .giveUp)
+    }
+}
