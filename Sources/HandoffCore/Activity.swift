@@ -58,7 +58,7 @@ extension Activity {
         }
     }
 
-    private func validateFields() throws(HandoffError) {
+    func validateFields() throws(HandoffError) {
         try Self.validateType(type)
         try Self.checkText(title, field: "title", limit: ActivityLimits.titleBytes)
         if let targetContentIdentifier {
@@ -129,7 +129,7 @@ extension Activity {
 extension Activity {
     public static let payloadVersion: UInt8 = 1
 
-    private enum Flag {
+    enum Flag {
         static let contentIdentifier: UInt8 = 0x01
         static let webpageURL: UInt8 = 0x02
         static let expiration: UInt8 = 0x04
@@ -200,6 +200,226 @@ extension Activity {
         // numbers; the userInfo's size is what it consumed, so nothing is re-encoded.
         try validateFields()
         try Self.checkUserInfoSize(payload.count - userInfoStart)
+    }
+}
+
+// MARK: - Payload scan (the receiver's check, without building userInfo)
+
+/// An activity's fixed fields, read from a payload whose userInfo was checked
+/// but not built: what the daemon needs to route a continuation without holding
+/// a second, decoded copy of a large payload.
+public struct ActivityHeader: Equatable, Sendable {
+    public var type: String
+    public var title: String
+    public var targetContentIdentifier: String?
+    public var webpageURL: String?
+    public var expiresAtMillis: UInt64?
+    public var sequence: UInt64
+    /// Where the encoded userInfo starts in the payload, and its size.
+    public var userInfoOffset: Int
+    public var userInfoBytes: Int
+}
+
+extension Activity {
+    /// Checks a payload exactly as `init(payload:)` does (limits, depth, value count,
+    /// UTF-8, finite numbers, key order) and throws the same error for the same
+    /// input, but builds no userInfo value: it walks the encoding in place.
+    public static func scanPayload(_ payload: UnsafeRawBufferPointer) throws(HandoffError) -> ActivityHeader {
+        guard payload.count <= ActivityLimits.payloadBytes else {
+            throw .init(.payloadTooLarge, "The payload is \(payload.count) bytes, over the limit of \(ActivityLimits.payloadBytes).",
+                        fix: "Ask the sender to shrink the activity's userInfo.")
+        }
+        var cursor = PayloadCursor(payload)
+        let header: ActivityHeader
+        do {
+            let version = try cursor.readUInt8()
+            guard version == Self.payloadVersion else { throw WireError.unsupportedVersion(version) }
+            let type = try cursor.readUTF8(Int(try cursor.readUInt8()))
+            let title = try cursor.readUTF8(Int(try cursor.readUInt16BE()))
+            let flags = try cursor.readUInt8()
+            guard flags & ~(Flag.contentIdentifier | Flag.webpageURL | Flag.expiration) == 0 else {
+                throw WireError.invalidValue("unknown payload flags")
+            }
+            let contentIdentifier = flags & Flag.contentIdentifier != 0
+                ? try cursor.readUTF8(Int(try cursor.readUInt16BE())) : nil
+            let url = flags & Flag.webpageURL != 0 ? try cursor.readUTF8(Int(try cursor.readUInt16BE())) : nil
+            let expiration = flags & Flag.expiration != 0 ? try cursor.readUInt64BE() : nil
+            let sequence = try cursor.readUInt64BE()
+            let userInfoStart = cursor.offset
+            guard try PropertyListValue.scan(&cursor) == .dictionary else {
+                throw WireError.invalidValue("userInfo is not a dictionary")
+            }
+            try cursor.expectEnd()
+            header = ActivityHeader(type: type, title: title, targetContentIdentifier: contentIdentifier, webpageURL: url,
+                                    expiresAtMillis: expiration, sequence: sequence,
+                                    userInfoOffset: userInfoStart, userInfoBytes: payload.count - userInfoStart)
+        } catch let error as WireError {
+            throw .payloadInvalid(error.description)
+        } catch {
+            throw .payloadInvalid("\(error)")
+        }
+        let fields = Activity(type: header.type, title: header.title, targetContentIdentifier: header.targetContentIdentifier,
+                              webpageURL: header.webpageURL, expiresAtMillis: header.expiresAtMillis, sequence: header.sequence)
+        try fields.validateFields()
+        try checkUserInfoSize(header.userInfoBytes)
+        return header
+    }
+}
+
+/// ByteReader's reads and errors over borrowed memory (a mapped payload), for the scan.
+struct PayloadCursor {
+    let bytes: UnsafeRawBufferPointer
+    private(set) var offset = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    var remaining: Int { bytes.count - offset }
+
+    private func require(_ count: Int) throws(WireError) {
+        guard count >= 0, remaining >= count else { throw .truncated(needed: count, available: remaining) }
+    }
+
+    mutating func readUInt8() throws(WireError) -> UInt8 {
+        try require(1)
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func readUInt16BE() throws(WireError) -> UInt16 { UInt16(truncatingIfNeeded: try readBigEndian(2)) }
+    mutating func readUInt32BE() throws(WireError) -> UInt32 { UInt32(truncatingIfNeeded: try readBigEndian(4)) }
+    mutating func readUInt64BE() throws(WireError) -> UInt64 { try readBigEndian(8) }
+
+    private mutating func readBigEndian(_ width: Int) throws(WireError) -> UInt64 {
+        try require(width)
+        var value: UInt64 = 0
+        for index in offset..<(offset + width) { value = (value << 8) | UInt64(bytes[index]) }
+        offset += width
+        return value
+    }
+
+    /// Steps over `count` bytes, returning them in place.
+    mutating func skip(_ count: Int) throws(WireError) -> UnsafeRawBufferPointer {
+        try require(count)
+        defer { offset += count }
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)])
+    }
+
+    /// Checks `count` bytes are UTF-8 without making a String of them.
+    mutating func skipUTF8(_ count: Int) throws(WireError) {
+        guard UTF8Check.isValid(try skip(count)) else { throw .invalidText }
+    }
+
+    mutating func readUTF8(_ count: Int) throws(WireError) -> String {
+        let raw = try skip(count)
+        guard let text = String(validating: raw, as: UTF8.self) else { throw .invalidText }
+        return text
+    }
+
+    func expectEnd() throws(WireError) {
+        guard remaining == 0 else { throw .trailingBytes(remaining) }
+    }
+}
+
+/// Well-formed UTF-8 (Unicode's table 3-7: no overlongs, surrogates or values past
+/// U+10FFFF), what `String(validating:)` accepts, checked in place and eight
+/// ASCII bytes at a time.
+enum UTF8Check {
+    static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let count = bytes.count
+        var index = 0
+        while index < count {
+            // ASCII runs, a word at a time.
+            while index + 8 <= count, bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
+                index += 8
+            }
+            guard index < count else { break }
+            let lead = bytes[index]
+            if lead < 0x80 {
+                index += 1
+                continue
+            }
+            let length: Int
+            var low: UInt8 = 0x80
+            var high: UInt8 = 0xBF
+            switch lead {
+            case 0xC2...0xDF: length = 2
+            case 0xE0: length = 3; low = 0xA0
+            case 0xE1...0xEC, 0xEE...0xEF: length = 3
+            case 0xED: length = 3; high = 0x9F
+            case 0xF0: length = 4; low = 0x90
+            case 0xF1...0xF3: length = 4
+            case 0xF4: length = 4; high = 0x8F
+            default: return false
+            }
+            guard index + length <= count else { return false }
+            let second = bytes[index + 1]
+            guard second >= low, second <= high else { return false }
+            for next in (index + 2)..<(index + length) where bytes[next] & 0xC0 != 0x80 { return false }
+            index += length
+        }
+        return true
+    }
+}
+
+extension PropertyListValue {
+    /// What a scanned value was, for the one check the caller needs (userInfo is a dictionary).
+    enum ScannedKind: Equatable { case dictionary, other }
+
+    /// Walks one encoded value as `init(from:)` decodes it, with the same checks in
+    /// the same order (so the same error), building nothing but the keys of each
+    /// dictionary (to refuse two keys that Swift would take as one).
+    static func scan(_ cursor: inout PayloadCursor) throws(WireError) -> ScannedKind {
+        var values = 0
+        return try scan(&cursor, depth: 0, values: &values)
+    }
+
+    private static func scan(_ cursor: inout PayloadCursor, depth: Int, values: inout Int) throws(WireError) -> ScannedKind {
+        guard depth < maximumDepth else { throw .nestingTooDeep(limit: maximumDepth) }
+        values += 1
+        guard values <= maximumValues else { throw tooManyWireValues }
+        let rawTag = try cursor.readUInt8()
+        guard let tag = Tag(rawValue: rawTag) else { throw .invalidValue("unknown value tag \(rawTag)") }
+        switch tag {
+        case .string:
+            try cursor.skipUTF8(Int(try cursor.readUInt32BE()))
+        case .integer:
+            _ = try cursor.readUInt64BE()
+        case .double:
+            guard Double(bitPattern: try cursor.readUInt64BE()).isFinite else { throw .invalidValue("non-finite double") }
+        case .falseValue, .trueValue:
+            break
+        case .data:
+            _ = try cursor.skip(Int(try cursor.readUInt32BE()))
+        case .date:
+            guard Double(bitPattern: try cursor.readUInt64BE()).isFinite else { throw .invalidValue("non-finite date") }
+        case .array:
+            let count = Int(try cursor.readUInt32BE())
+            guard count <= cursor.remaining else { throw .truncated(needed: count, available: cursor.remaining) }
+            guard count <= maximumValues - values else { throw tooManyWireValues }
+            for _ in 0..<count { _ = try scan(&cursor, depth: depth + 1, values: &values) }
+        case .dictionary:
+            let count = Int(try cursor.readUInt32BE())
+            guard count <= cursor.remaining / 3 else { throw .truncated(needed: count * 3, available: cursor.remaining) }
+            guard count <= maximumValues - values else { throw tooManyWireValues }
+            var keys = Set<String>()
+            var previousKey: UnsafeRawBufferPointer?
+            for _ in 0..<count {
+                let keyLength = Int(try cursor.readUInt16BE())
+                guard keyLength <= maximumKeyBytes else {
+                    throw .tooLong(field: "dictionary key", length: keyLength, limit: maximumKeyBytes)
+                }
+                let keyBytes = try cursor.skip(keyLength)
+                guard let key = String(validating: keyBytes, as: UTF8.self) else { throw .invalidText }
+                if let previousKey, !previousKey.lexicographicallyPrecedes(keyBytes) {
+                    throw .invalidValue("dictionary keys out of order or repeated")
+                }
+                previousKey = keyBytes
+                guard keys.insert(key).inserted else { throw .invalidValue("dictionary keys equal after Unicode normalization") }
+                _ = try scan(&cursor, depth: depth + 1, values: &values)
+            }
+            return .dictionary
+        }
+        return .other
     }
 }
 

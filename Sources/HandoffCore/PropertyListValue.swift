@@ -130,7 +130,7 @@ extension PropertyListValue {
         self = try Self.decode(from: &reader, depth: 0, values: &values)
     }
 
-    private static var tooManyWireValues: WireError { .invalidValue("more than \(maximumValues) values, the limit") }
+    static var tooManyWireValues: WireError { .invalidValue("more than \(maximumValues) values, the limit") }
 
     private static func decode(from reader: inout ByteReader, depth: Int, values: inout Int) throws(WireError) -> PropertyListValue {
         guard depth < maximumDepth else { throw .nestingTooDeep(limit: maximumDepth) }

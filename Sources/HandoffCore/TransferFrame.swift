@@ -7,6 +7,8 @@ public enum TransferFrame: Equatable, Sendable {
     case clientAuth([UInt8])
     case fetch(FetchRequest)
     case payload([UInt8])
+    /// The rest of a payload, from `offset`: the answer to a fetch that resumes (Docs/PROTOCOL.md, "Resume").
+    case payloadFrom(offset: UInt64, bytes: [UInt8])
     case refusal(Refusal)
     case pairRequest(name: String)
     case pairCommit(name: String, commitment: [UInt8])
@@ -27,7 +29,11 @@ public enum TransferFrame: Equatable, Sendable {
         case fetch = 2, payload = 3, refusal = 4, hello = 5, serverHello = 6, clientAuth = 7
         case pairRequest = 8, pairCommit = 9, pairNonce = 10, pairReveal = 11, pairConfirm = 12
         case pairKeys = 13, pairStored = 14
+        case fetchFrom = 15, payloadFrom = 16
     }
+
+    /// What a `payloadFrom` body carries before the payload bytes: the offset.
+    public static let payloadOffsetBytes = 8
 
     public struct PairKeys: Equatable, Sendable {
         /// The sender's static X25519 key, for the pair key.
@@ -46,15 +52,20 @@ public enum TransferFrame: Equatable, Sendable {
     }
 
     /// The receiver cites the summary it accepted; the channel already proves who it is.
+    /// A request with an offset resumes a cut transfer: it travels as `fetchFrom`
+    /// (kind 15), one without as `fetch` (kind 2), so each request has one encoding.
     public struct FetchRequest: Equatable, Sendable {
         public var summarySender: DeviceKey
         public var summarySequence: UInt64
         public var payloadDigest: [UInt8]
+        /// The first payload byte wanted: what the receiver already holds, authenticated.
+        public var offset: UInt64
 
-        public init(summarySender: DeviceKey, summarySequence: UInt64, payloadDigest: [UInt8]) {
+        public init(summarySender: DeviceKey, summarySequence: UInt64, payloadDigest: [UInt8], offset: UInt64 = 0) {
             self.summarySender = summarySender
             self.summarySequence = summarySequence
             self.payloadDigest = payloadDigest
+            self.offset = offset
         }
     }
 
@@ -92,12 +103,18 @@ public enum TransferFrame: Equatable, Sendable {
             kind = .clientAuth
             body.write(bytes)
         case let .fetch(request):
-            kind = .fetch
+            kind = request.offset == 0 ? .fetch : .fetchFrom
             body.write(request.summarySender.bytes)
             body.write(request.summarySequence)
             body.write(request.payloadDigest)
+            if request.offset != 0 { body.write(request.offset) }
         case .payload:
             kind = .payload // the body is the payload itself, returned below without a copy
+        case let .payloadFrom(offset, bytes):
+            kind = .payloadFrom
+            body = ByteWriter(capacity: Self.payloadOffsetBytes + bytes.count)
+            body.write(offset)
+            body.write(bytes)
         case let .refusal(refusal):
             kind = .refusal
             let code = Array(refusal.code.rawValue.utf8)
@@ -135,6 +152,15 @@ public enum TransferFrame: Equatable, Sendable {
         return (Self.header(kind: kind, length: body.bytes.count), body.bytes)
     }
 
+    /// The raw kinds of the two payload frames, for a receiver that reads their bodies itself.
+    public static let payloadKind = Kind.payload.rawValue
+    public static let payloadFromKind = Kind.payloadFrom.rawValue
+
+    /// The header of a `payload` frame (offset 0) or a `payloadFrom` frame of `count` bytes.
+    public static func header(payloadFrom offset: Int, count: Int) -> [UInt8] {
+        offset == 0 ? header(kind: .payload, length: count) : header(kind: .payloadFrom, length: payloadOffsetBytes + count)
+    }
+
     static func header(kind: Kind, length: Int) -> [UInt8] {
         var writer = ByteWriter(capacity: headerBytes)
         writer.write(version)
@@ -169,7 +195,8 @@ public enum TransferFrame: Equatable, Sendable {
         public func maximumBodyBytes(kind: UInt8) -> Int? {
             switch self {
             case .authenticated:
-                return TransferFrame.maximumBodyBytes
+                return Kind(rawValue: kind) == .payloadFrom ? TransferFrame.maximumBodyBytes + TransferFrame.payloadOffsetBytes
+                    : TransferFrame.maximumBodyBytes
             case .clear:
                 switch Kind(rawValue: kind) {
                 case .hello, .serverHello, .clientAuth: return TransferFrame.maximumHandshakeBodyBytes
@@ -213,13 +240,27 @@ public enum TransferFrame: Equatable, Sendable {
             }
             self = kind == .hello ? .hello(body) : kind == .serverHello ? .serverHello(body) : .clientAuth(body)
             return
-        case .fetch:
+        case .fetch, .fetchFrom:
             let sender = DeviceKey(bytes: try reader.readBytes(DeviceKey.byteCount))!
             let sequence = try reader.readUInt64BE()
             let digest = try reader.readBytes(Summary.digestBytes)
-            self = .fetch(FetchRequest(summarySender: sender, summarySequence: sequence, payloadDigest: digest))
+            var offset: UInt64 = 0
+            if kind == .fetchFrom {
+                offset = try reader.readUInt64BE()
+                try Self.checkResumeOffset(offset)
+            }
+            self = .fetch(FetchRequest(summarySender: sender, summarySequence: sequence, payloadDigest: digest, offset: offset))
         case .payload:
             self = .payload(body)
+            return
+        case .payloadFrom:
+            let offset = try reader.readUInt64BE()
+            try Self.checkResumeOffset(offset)
+            guard body.count - Self.payloadOffsetBytes <= Self.maximumBodyBytes - Int(offset) else {
+                throw .tooLong(field: "payload from \(offset)", length: body.count - Self.payloadOffsetBytes,
+                               limit: Self.maximumBodyBytes - Int(offset))
+            }
+            self = .payloadFrom(offset: offset, bytes: Array(body[Self.payloadOffsetBytes...]))
             return
         case .refusal:
             let codeText = try reader.readUTF8(Int(try reader.readUInt8()))
@@ -255,6 +296,14 @@ public enum TransferFrame: Equatable, Sendable {
             self = .pairStored(flag == 1)
         }
         try reader.expectEnd()
+    }
+
+    /// A resumed transfer starts after at least one byte and inside the largest payload;
+    /// offset 0 is a plain `fetch` or `payload`, so it has one encoding only.
+    public static func checkResumeOffset(_ offset: UInt64) throws(WireError) {
+        guard offset >= 1, offset < UInt64(maximumBodyBytes) else {
+            throw .invalidValue("resume offset \(offset) is outside 1..<\(maximumBodyBytes)")
+        }
     }
 
     /// Decodes one complete frame from a buffer (header and body).

@@ -35,6 +35,46 @@ public enum Blake2b {
         _ = crypto_generichash(&out, outputBytes, message, UInt64(message.count), nil, 0)
         return out
     }
+
+    /// BLAKE2b over bytes that arrive in pieces (crypto_generichash init/update/final):
+    /// a payload is hashed record by record as it is received, never as one buffer at the end.
+    /// Used by one thread at a time; the state lives in memory aligned as libsodium requires.
+    public final class Hasher: @unchecked Sendable {
+        // Swift does not import the 64-byte-aligned state struct: libsodium's calls take it opaquely.
+        private let memory: UnsafeMutableRawPointer
+        private var state: OpaquePointer { OpaquePointer(memory) }
+        private let outputBytes: Int
+        private var finished = false
+
+        public init(outputBytes: Int = 32) {
+            Sodium.ensureReady()
+            self.outputBytes = outputBytes
+            memory = UnsafeMutableRawPointer.allocate(byteCount: crypto_generichash_statebytes(), alignment: 64)
+            _ = crypto_generichash_init(state, nil, 0, outputBytes)
+        }
+
+        deinit {
+            sodium_memzero(memory, crypto_generichash_statebytes())
+            memory.deallocate()
+        }
+
+        public func update(_ bytes: UnsafeRawBufferPointer) {
+            precondition(!finished, "a finished hasher takes no more bytes")
+            guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+            _ = crypto_generichash_update(state, base.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
+        }
+
+        public func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
+
+        /// The digest; the hasher takes nothing after it.
+        public func finish() -> [UInt8] {
+            precondition(!finished, "a hasher finishes once")
+            finished = true
+            var out = [UInt8](repeating: 0, count: outputBytes)
+            _ = crypto_generichash_final(state, &out, outputBytes)
+            return out
+        }
+    }
 }
 
 /// Constant-time comparison, for digests and tags.

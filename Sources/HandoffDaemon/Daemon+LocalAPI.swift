@@ -205,7 +205,7 @@ extension Daemon {
     private func acceptRequest(_ reference: String, requireApp: Bool, payload: Bool) async throws(HandoffError) -> LocalReply {
         let (peer, activity, timing, buffer) = try await accept(reference, requireApp: requireApp)
         let result = AcceptResult(
-            peer: peer.deviceID.description, name: peer.name, activity: ActivityHeader(activity),
+            peer: peer.deviceID.description, name: peer.name, activity: ActivityFields(activity),
             deliverTo: deliveryTarget(for: activity.type, hasWebpage: activity.webpageURL != nil).app,
             payloadBytes: Int64(buffer.count),
             handshakeMillis: (timing.handshakeMillis * 1000).rounded() / 1000,
@@ -253,18 +253,6 @@ extension Daemon {
         let running = declarations.registered.values.map { AppEntry(app: $0.app, running: true, types: $0.types.sorted(), desktopFile: nil) }
         let disk = AppDeclarations.scanDisk().map { AppEntry(app: $0.name, running: false, types: $0.types, desktopFile: $0.desktopID) }
         return running + disk
-    }
-
-    /// The verified payload in a sealed memfd, as accept hands it on (by descriptor).
-    nonisolated static func sealedPayload(_ activity: Activity) throws(HandoffError) -> PayloadBuffer {
-        let bytes = activity.encodedPayload()
-        let sealed = bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try PayloadBuffer.sealed(copying: raw) } }
-        switch sealed {
-        case let .success(buffer): return buffer
-        case let .failure(error):
-            throw HandoffError(.internal, "Cannot hold the \(bytes.count)-byte payload in memory: \(error).",
-                               fix: "Free some memory (or raise the memlock/file limits of handoffd), then accept again.")
-        }
     }
 
     /// Sends `continued` to every subscriber: the payload goes (by descriptor) only to

@@ -1,3 +1,4 @@
+import Glibc
 import HandoffAPI
 import HandoffCore
 import HandoffCrypto
@@ -68,12 +69,26 @@ extension Daemon {
             return
         }
         let reply: TransferFrame
+        var offset = 0
         if case let .fetch(request) = try channel.receive() {
             reply = waitFor { await self.answer(request, from: requester, remote: channel.connection.remote) }
+            offset = Int(request.offset)
         } else {
             reply = .refusal(.init(code: .invalidRequest, message: "expected a fetch request"))
         }
-        try channel.send(reply)
+        if case let .payload(payload) = reply {
+            // Sealed record by record from the published bytes, from where the receiver asks.
+            let started = monotonicNanos()
+            do throws(HandoffError) {
+                try channel.sendPayload(payload, from: offset)
+            } catch {
+                log.info("serving \(payload.count - offset) payload bytes from byte \(offset) to \(channel.connection.remote) failed: \(error.code.rawValue)")
+                throw error
+            }
+            log.info("served \(payload.count - offset) payload bytes from byte \(offset) in \(Int(Double(monotonicNanos() - started) / 1e6)) ms")
+        } else {
+            try channel.send(reply)
+        }
         channel.connection.shutdownWrite()
         // Wait for the peer to close so the payload is not cut off by a reset.
         _ = try? channel.connection.read(exactly: 1)
@@ -87,7 +102,8 @@ extension Daemon {
     }
 
     /// Decides what a fetch gets: the payload only for a paired device (proven
-    /// by the handshake) that cites the summary that is current right now.
+    /// by the handshake) that cites the summary that is current right now. The
+    /// whole payload is returned; the caller sends it from the request's offset.
     func answer(_ request: TransferFrame.FetchRequest, from requester: DeviceKey, remote: String) -> TransferFrame {
         let requesterID = Ed25519.deviceID(of: requester)
         func refuse(_ code: HandoffError.Code, _ message: String) -> TransferFrame {
@@ -108,8 +124,11 @@ extension Daemon {
         else {
             return refuse(.notCurrent, "the activity you accepted is no longer the current one on \(configuration.name)")
         }
+        guard request.offset < UInt64(current.payload.count) || request.offset == 0 else {
+            return refuse(.invalidRequest, "a resume from byte \(request.offset) is past the end of the payload")
+        }
         servedCount += 1
-        log.info("serving activity of type \(current.activity.type) to \(requesterID)")
+        log.info("serving activity of type \(current.activity.type) to \(requesterID) from byte \(request.offset)")
         broadcast(.payloadServed(peer: requesterID.description, type: current.activity.type,
                                  sequence: Int64(clamping: current.activity.sequence)))
         return .payload(current.payload)
@@ -118,23 +137,51 @@ extension Daemon {
     // MARK: - Receiver
 
     struct FetchTiming: Sendable {
-        /// Connect and handshake.
+        /// Connect and handshake (the first connection).
         var handshakeMillis: Double = 0
-        /// Request, payload, verification and decoding.
+        /// Request, payload, digest and scan, resumes included.
         var transferMillis: Double = 0
+        /// Connections that resumed a cut transfer.
+        var resumes = 0
+        /// Bytes of records cut midway, fetched again.
+        var refetchedBytes = 0
+    }
+
+    /// How long a cut transfer waits for its peer, at most: the offer's own expiry
+    /// may end it sooner (Docs/PROTOCOL.md, "Resume").
+    static let resumeWindowMillis: UInt64 = 30_000
+    /// No payload byte for this long ends the connection and starts a resume
+    /// (a peer whose address changed, a cable pulled: TCP itself waits minutes).
+    static let stallMillis = 3_000
+    /// Connecting during a resume: short, so each attempt reads the peer's address afresh.
+    static let resumeConnectMillis = 1_000
+
+    /// Where the peer is now, read from the actor on every attempt (it may
+    /// reappear at a new address), and the sequence it offers now, if any.
+    struct PeerRoute: Sendable {
+        var hosts: [String]
+        var port: UInt16
+        var offeredSequence: UInt64?
+    }
+
+    /// What a fetch reports while it runs (on the fetch thread, in order).
+    struct FetchEvents: Sendable {
+        var progress: @Sendable (_ bytes: Int, _ total: Int, _ bytesPerSecond: Int) -> Void = { _, _, _ in }
+        var waiting: @Sendable (_ untilMillis: UInt64, _ reason: String) -> Void = { _, _ in }
+        var resumed: @Sendable (_ fromByte: Int) -> Void = { _ in }
     }
 
     /// Connects to the first reachable address of `hosts` and completes the handshake.
     nonisolated static func connect(hosts: [String], port: UInt16, peerName: String, identity: Identity,
                                     purpose: Handshake.Purpose, secrets: PairSecrets?,
-                                    timeoutMillis: Int) throws(HandoffError) -> SecureChannel {
+                                    timeoutMillis: Int, connectMillis: Int? = nil) throws(HandoffError) -> SecureChannel {
         var failure = HandoffError(.network, "\(peerName) announced no address to connect to.",
                                    fix: "Wait for its next announcement and try again.")
         for host in hosts {
             let connection: StreamConnection
             do {
                 let address = try SocketAddress(host: host, port: port)
-                connection = try StreamConnection.connect(to: address, timeoutMillis: Int32(timeoutMillis))
+                connection = try StreamConnection.connect(to: address, timeoutMillis: Int32(connectMillis ?? timeoutMillis))
             } catch {
                 failure = HandoffError(.network, "Cannot reach \(peerName) at \(host) port \(port)/tcp: \(error).",
                                        fix: "Check that handoffd runs there and that its firewall allows \(port)/tcp from this host.")
@@ -151,31 +198,90 @@ extension Daemon {
         throw failure
     }
 
-    /// Fetches and verifies an offer. Blocking; run it with `onThread`.
-    nonisolated static func fetch(offer: SignedSummary, hosts: [String], port: UInt16, peerName: String,
-                                  identity: Identity, secrets: PairSecrets,
-                                  timeoutMillis: Int) -> (Result<Activity, HandoffError>, FetchTiming) {
+    /// Fetches and verifies an offer. Blocking; run it with `onThread`. A
+    /// transfer cut midway (reset, stall, address change) resumes over a new
+    /// connection from the last authenticated byte, the peer's address read
+    /// afresh through `route` each time, until `resumeWindowMillis` or the
+    /// offer's expiry; the digest covers the whole payload at the end.
+    nonisolated static func fetch(offer: SignedSummary, route: @Sendable () -> PeerRoute, peerName: String,
+                                  identity: Identity, secrets: PairSecrets, timeoutMillis: Int,
+                                  events: FetchEvents = FetchEvents()) -> (Result<FetchedPayload, HandoffError>, FetchTiming) {
         var timing = FetchTiming()
+        let summary = offer.summary
+        let reception = PayloadReception(summary: summary)
         let started = monotonicNanos()
-        do throws(HandoffError) {
-            let channel = try connect(hosts: hosts, port: port, peerName: peerName, identity: identity,
-                                      purpose: .fetch, secrets: secrets, timeoutMillis: timeoutMillis)
-            defer { channel.close() }
-            let connected = monotonicNanos()
-            timing.handshakeMillis = Double(connected - started) / 1e6
-            guard channel.session.peerKey == offer.summary.senderKey else {
-                throw HandoffError(.trust, "The host at that address is not the device that made the offer.",
-                                   fix: "Another device answered on the peer's address; check the network, then accept again.")
+        var transferStarted = started
+        var window = ResumeWindow(windowMillis: resumeWindowMillis, expiresAtMillis: summary.expiresAtMillis)
+        var pause: UInt32 = 100_000
+        while true {
+            let resuming = reception.isStarted
+            do throws(HandoffError) {
+                let peer = route()
+                if resuming, let offered = peer.offeredSequence, offered != summary.sequence {
+                    throw HandoffError(.notCurrent, "\(peerName) moved on to another activity while the transfer was cut.",
+                                       fix: fix(forRefusal: .notCurrent, peerName: peerName))
+                }
+                let channel = try connect(hosts: peer.hosts, port: peer.port, peerName: peerName, identity: identity,
+                                          purpose: .fetch, secrets: secrets, timeoutMillis: timeoutMillis,
+                                          connectMillis: resuming ? resumeConnectMillis : nil)
+                defer { channel.close() }
+                let connected = monotonicNanos()
+                if !resuming {
+                    timing.handshakeMillis = Double(connected - started) / 1e6
+                    transferStarted = connected
+                }
+                guard channel.session.peerKey == summary.senderKey else {
+                    throw HandoffError(.trust, "The host at that address is not the device that made the offer.",
+                                       fix: "Another device answered on the peer's address; check the network, then accept again.")
+                }
+                let meter = ProgressMeter(total: Int(summary.payloadSize), from: reception.authenticated, report: events.progress)
+                let fetched = try exchange(over: channel, offer: offer, reception: reception, onStart: { start in
+                    // Once payload bytes flow, a stalled link shows as no bytes for a while, not
+                    // as an error (TCP would wait minutes): it ends this connection and a resume begins.
+                    try? channel.connection.setTimeout(millis: min(timeoutMillis, stallMillis))
+                    if start.offset > 0 {
+                        timing.resumes += 1
+                        events.resumed(start.offset)
+                    }
+                }, progress: meter.update)
+                timing.transferMillis = Double(monotonicNanos() - transferStarted) / 1e6
+                timing.refetchedBytes = reception.refetchedBytes
+                return (.success(fetched), timing)
+            } catch {
+                timing.refetchedBytes = reception.refetchedBytes
+                // Before any payload arrived nothing is worth keeping: fail as before, at once.
+                guard reception.isStarted, [.connectionLost, .timedOut, .network].contains(error.code) else {
+                    return (.failure(error), timing)
+                }
+                let now = wallClockMillis()
+                switch window.failed(nowMillis: now, authenticated: reception.authenticated) {
+                case .giveUp:
+                    return (.failure(gaveUp(summary: summary, peerName: peerName, reception: reception, cause: error)), timing)
+                case let .wait(until, newCut):
+                    if newCut {
+                        pause = 100_000
+                        events.waiting(until, error.message)
+                    }
+                    usleep(min(pause, UInt32(clamping: (until - now) * 1000)))
+                    pause = min(pause * 2, 1_000_000)
+                }
             }
-            let activity = try exchange(over: channel, offer: offer, identity: identity)
-            timing.transferMillis = Double(monotonicNanos() - connected) / 1e6
-            return (.success(activity), timing)
-        } catch {
-            return (.failure(error), timing)
         }
     }
 
-    /// The fetch itself, over an authenticated channel to the offer's sender.
+    /// The error when the peer did not come back in time: an expired offer is no
+    /// longer current; otherwise the link is the cause (`network`), which the
+    /// accept then explains with the six conditions (proximity, network...).
+    nonisolated static func gaveUp(summary: Summary, peerName: String, reception: PayloadReception, cause: HandoffError) -> HandoffError {
+        let total = Int(summary.payloadSize)
+        if summary.isExpired(nowMillis: wallClockMillis()) {
+            return HandoffError(.notCurrent, "\(peerName)'s offer expired while the transfer waited for it (\(reception.authenticated) of \(total) bytes had arrived).",
+                                fix: fix(forRefusal: .notCurrent, peerName: peerName))
+        }
+        return HandoffError(.network, "The transfer from \(peerName) was cut at \(reception.authenticated) of \(total) bytes and \(peerName) was not reachable again within \(resumeWindowMillis / 1000) s (\(cause.message)).",
+                            fix: "Bring both hosts onto the same network and near each other, then accept again.")
+    }
+
     /// A refusal over the authenticated channel: only the sender of the offer could have sent it.
     nonisolated static func refusalError(_ refusal: TransferFrame.Refusal, from summary: Summary) -> HandoffError {
         if refusal.code == .trust {
@@ -193,42 +299,43 @@ extension Daemon {
         while (try? connection.readAvailable()) != nil {}
     }
 
-    nonisolated static func exchange(over channel: some FrameChannel, offer: SignedSummary,
-                                     identity: Identity) throws(HandoffError) -> Activity {
+    /// The fetch itself, over an authenticated channel to the offer's sender:
+    /// from the start, or from what `reception` already holds.
+    nonisolated static func exchange(over channel: some FrameChannel, offer: SignedSummary, reception: PayloadReception,
+                                     onStart: (PayloadStart) -> Void = { _ in },
+                                     progress: (Int) -> Void = { _ in }) throws(HandoffError) -> FetchedPayload {
         let summary = offer.summary
         do {
             try channel.send(.fetch(.init(summarySender: summary.senderKey, summarySequence: summary.sequence,
-                                          payloadDigest: summary.payloadDigest)))
+                                          payloadDigest: summary.payloadDigest, offset: UInt64(reception.authenticated))))
         } catch {
             // The sender may have refused (and closed) before reading the request: its
             // refusal is then already here to read. Anything else is the send's failure.
             guard case let .refusal(refusal)? = try? channel.receive() else { throw error }
             throw refusalError(refusal, from: summary)
         }
-        let answer = try channel.receive()
-        if case let .refusal(refusal) = answer { throw refusalError(refusal, from: summary) }
-        switch answer {
-        case let .payload(payload):
-            guard payload.count == Int(summary.payloadSize) else {
-                throw HandoffError(.payloadInvalid, "The payload is \(payload.count) bytes, the summary said \(summary.payloadSize).",
-                                   fix: "Accept again; if it repeats, the sender is misbehaving.")
-            }
-            guard constantTimeEqual(Blake2b.digest(payload), summary.payloadDigest) else {
-                throw HandoffError(.digestMismatch, "The payload does not match the digest in the signed summary.",
-                                   fix: "Accept again; if it repeats, the sender is misbehaving.")
-            }
-            let activity = try Activity(payload: payload)
-            guard activity.type == summary.activityType, activity.title == summary.title,
-                  activity.sequence == summary.sequence else {
-                throw HandoffError(.payloadInvalid, "The payload describes a different activity than its summary.",
-                                   fix: "Accept again; if it repeats, the sender is misbehaving.")
-            }
-            return activity
+        var base = 0
+        let other = try channel.receivePayload(into: { (start) throws(HandoffError) -> UnsafeMutableRawBufferPointer in
+            let region = try reception.region(for: start)
+            base = start.offset
+            onStart(start)
+            return region
+        }, received: { filled in
+            reception.advance(to: base + filled)
+            progress(base + filled)
+        }, discarded: { reception.discard($0) })
+        switch other {
+        case nil:
+            return try reception.finish()
+        case let .refusal(refusal)?:
+            throw refusalError(refusal, from: summary)
         default:
             throw HandoffError(.payloadInvalid, "The peer answered with an unexpected frame.", fix: "Make sure both hosts run the same handoff version.")
         }
     }
 
+    /// The one place a fetched payload becomes what the local API returns today:
+    /// a decoded Activity (the local API is to pass the buffer's descriptor instead).
     nonisolated static func fix(forRefusal code: HandoffError.Code, peerName: String) -> String {
         switch code {
         case .trust: "Pair the two hosts again: run 'handoff-peer pair' on \(peerName) and 'handoff-peer pair \(peerName)' here."
@@ -238,7 +345,7 @@ extension Daemon {
         }
     }
 
-    typealias AcceptOutcome = Result<(peer: Peer, activity: Activity, timing: FetchTiming, payload: PayloadBuffer), HandoffError>
+    typealias AcceptOutcome = Result<(peer: Peer, activity: ActivityHeader, timing: FetchTiming, payload: PayloadBuffer), HandoffError>
 
     struct InflightKey: Hashable {
         var peer: DeviceKey
@@ -249,7 +356,7 @@ extension Daemon {
     /// anything is fetched; once willContinue is sent, exactly one of continued
     /// or failed follows, whatever happens. A second accept of the same offer
     /// while the first runs shares its outcome instead of fetching again.
-    func accept(_ reference: String, requireApp: Bool = false) async throws(HandoffError) -> (peer: Peer, activity: Activity, timing: FetchTiming, payload: PayloadBuffer) {
+    func accept(_ reference: String, requireApp: Bool = false) async throws(HandoffError) -> (peer: Peer, activity: ActivityHeader, timing: FetchTiming, payload: PayloadBuffer) {
         let (peer, offer, target) = try await prepareAccept(reference, requireApp: requireApp)
         let type = offer.summary.activityType
         let key = InflightKey(peer: peer.key, sequence: offer.summary.sequence)
@@ -265,24 +372,59 @@ extension Daemon {
         broadcast(willContinue)
         log.info("accepting type \(type) from \(peer.deviceID) for \(target.app)")
         let (identity, timeout) = (identity, configuration.transferTimeoutMillis)
-        let (hosts, port, name, secrets) = (peer.hosts, peer.transferPort, peer.name, pairSecrets(for: peer.key))
-        let (fetched, timing) = await onThread(name: "fetch") { () -> (Result<(Activity, PayloadBuffer), HandoffError>, FetchTiming) in
+        let (peerKey, name, secrets) = (peer.key, peer.name, pairSecrets(for: peer.key))
+        let fallback = PeerRoute(hosts: peer.hosts, port: peer.transferPort, offeredSequence: offer.summary.sequence)
+        let events = transferEvents(acceptID: acceptID, peer: peer, type: type)
+        let (fetched, timing) = await onThread(name: "fetch") { () -> (Result<FetchedPayload, HandoffError>, FetchTiming) in
             guard let secrets else {
                 return (.failure(HandoffError(.trust, "\(name) was paired by an older handoff version; this version needs the keys a new pairing exchanges.",
                                              fix: Daemon.fix(forRefusal: .trust, peerName: name))), FetchTiming())
             }
-            let (activity, timing) = Daemon.fetch(offer: offer, hosts: hosts, port: port, peerName: name, identity: identity,
-                                                  secrets: secrets, timeoutMillis: timeout)
-            // Seam until the fetch hands over the sealed PayloadBuffer itself (helper "wire"):
-            // the verified payload, re-encoded and sealed here, off the actor.
-            return (activity.flatMap { activity in
-                Result { () throws(HandoffError) -> (Activity, PayloadBuffer) in (activity, try Daemon.sealedPayload(activity)) }
-            }, timing)
+            let (result, timing) = Daemon.fetch(offer: offer, route: { waitFor { await self.route(to: peerKey) } ?? fallback },
+                                                peerName: name, identity: identity, secrets: secrets, timeoutMillis: timeout,
+                                                events: events)
+            if case let .success(fetched) = result {
+                self.log.info("fetched \(fetched.buffer.count) payload bytes of type \(type) in \(Int(timing.transferMillis)) ms; \(timing.resumes) resumes, \(timing.refetchedBytes) bytes fetched again")
+            }
+            return (result, timing)
         }
-        let outcome = await finishAccept(fetched.map { (peer, $0.0, timing, $0.1) }, acceptID: acceptID, peer: peer, type: type,
+        let outcome = await finishAccept(fetched.map { (peer, $0.header, timing, $0.buffer) }, acceptID: acceptID, peer: peer, type: type,
                                          target: target, willContinue: willContinue)
         for waiter in inflightAccepts.removeValue(forKey: key) ?? [] { waiter.resume(returning: outcome) }
         return try outcome.get()
+    }
+
+    /// Where a peer is now (its latest announced addresses), for a fetch resuming; nil once it is gone from the table.
+    func route(to key: DeviceKey) -> PeerRoute? {
+        guard let peer = peers.peers[key] else { return nil }
+        return PeerRoute(hosts: peer.hosts, port: peer.transferPort,
+                         offeredSequence: peer.visibleOffer(nowMillis: wallClockMillis())?.summary.sequence)
+    }
+
+    /// The accept's progress, waiting and resumed events, broadcast in order from the fetch thread.
+    func transferEvents(acceptID: Int64, peer: Peer, type: String) -> FetchEvents {
+        let (peerID, name) = (peer.deviceID.description, peer.name)
+        return FetchEvents(
+            progress: { bytes, total, rate in
+                waitFor { await self.broadcast(.progress(TransferProgress(acceptID: acceptID, peer: peerID, type: type, bytes: Int64(bytes),
+                                                                          total: Int64(total), bytesPerSecond: Double(rate)))) }
+            },
+            waiting: { until, reason in
+                waitFor { await self.transferWaiting(acceptID: acceptID, peer: peerID, name: name, untilMillis: until, reason: reason) }
+            },
+            resumed: { fromByte in
+                waitFor { await self.transferResumed(acceptID: acceptID, peer: peerID, fromByte: fromByte) }
+            })
+    }
+
+    func transferWaiting(acceptID: Int64, peer: String, name: String, untilMillis: UInt64, reason: String) {
+        log.info("transfer \(acceptID) cut; waiting for its peer until \(untilMillis)")
+        broadcast(.transferWaiting(TransferWaiting(acceptID: acceptID, peer: peer, name: name, untilMillis: Int64(clamping: untilMillis), reason: reason)))
+    }
+
+    func transferResumed(acceptID: Int64, peer: String, fromByte: Int) {
+        log.info("transfer \(acceptID) resumed from byte \(fromByte)")
+        broadcast(.transferResumed(acceptID: acceptID, peer: peer, fromByte: Int64(fromByte)))
     }
 
     /// On stop: every accept still running gets its one outcome now.

@@ -117,30 +117,44 @@ final class SecureChannel: FrameChannel {
 
     func send(_ frame: TransferFrame) throws(HandoffError) {
         let (header, body) = frame.encodedParts()
-        // The first record carries the header and the start of the body; the rest are body slices.
-        let first = min(body.count, Self.recordPlaintextBytes - header.count)
-        let opening = header + body[0..<first]
-        try write(opening.withUnsafeBytes { makeRecord($0, last: first == body.count) })
+        try typed { try body.withUnsafeBytes { try send(head: header, body: $0) } }
+    }
+
+    /// The payload straight from the published bytes: record by record into one
+    /// reused record buffer, never a copy of the whole.
+    func sendPayload(_ payload: [UInt8], from offset: Int) throws(HandoffError) {
+        precondition(offset >= 0 && offset <= payload.count, "resume offset outside the payload")
+        var head = TransferFrame.header(payloadFrom: offset, count: payload.count - offset)
+        if offset > 0 { withUnsafeBytes(of: UInt64(offset).bigEndian) { head += $0 } }
+        try typed { try payload.withUnsafeBytes { try send(head: head, body: UnsafeRawBufferPointer(rebasing: $0[offset...])) } }
+    }
+
+    /// The first record carries `head` and the start of the body; the rest are body slices.
+    /// One record buffer serves every full record; only a shorter last one gets its own.
+    private func send(head: [UInt8], body: UnsafeRawBufferPointer) throws(HandoffError) {
+        let first = min(body.count, Self.recordPlaintextBytes - head.count)
+        var opening = head
+        opening.append(contentsOf: UnsafeRawBufferPointer(rebasing: body[0..<first]))
+        var record = [UInt8]()
+        try typed { try opening.withUnsafeBytes { try writeRecord($0, last: first == body.count, reusing: &record) } }
         var offset = first
         while offset < body.count {
             let end = min(offset + Self.recordPlaintextBytes, body.count)
-            try write(body.withUnsafeBytes { makeRecord(UnsafeRawBufferPointer(rebasing: $0[offset..<end]), last: end == body.count) })
+            try writeRecord(UnsafeRawBufferPointer(rebasing: body[offset..<end]), last: end == body.count, reusing: &record)
             offset = end
         }
     }
 
-    /// One allocation per record: the length prefix and the ciphertext written in place.
-    private func makeRecord(_ plaintext: UnsafeRawBufferPointer, last: Bool) -> [UInt8] {
+    /// Seals one record (length prefix and ciphertext) into `record` and writes it.
+    private func writeRecord(_ plaintext: UnsafeRawBufferPointer, last: Bool, reusing record: inout [UInt8]) throws(HandoffError) {
         let sealedLength = plaintext.count + SecretStream.overheadBytes
-        return [UInt8](unsafeUninitializedCapacity: 4 + sealedLength) { buffer, count in
-            withUnsafeBytes(of: UInt32(sealedLength).bigEndian) { UnsafeMutableRawBufferPointer(buffer).copyMemory(from: $0) }
-            sender.push(plaintext, tag: last ? SecretStream.tagPush : SecretStream.tagMessage,
-                        into: UnsafeMutableRawPointer(buffer.baseAddress! + 4))
-            count = 4 + sealedLength
+        if record.count != 4 + sealedLength {
+            record = [UInt8](unsafeUninitializedCapacity: 4 + sealedLength) { _, count in count = 4 + sealedLength }
         }
-    }
-
-    private func write(_ record: [UInt8]) throws(HandoffError) {
+        record.withUnsafeMutableBytes { buffer in
+            buffer.storeBytes(of: UInt32(sealedLength).bigEndian, as: UInt32.self)
+            sender.push(plaintext, tag: last ? SecretStream.tagPush : SecretStream.tagMessage, into: buffer.baseAddress! + 4)
+        }
         do {
             try connection.write(record)
         } catch {
@@ -148,15 +162,26 @@ final class SecureChannel: FrameChannel {
         }
     }
 
-    /// Reads one record; returns the ciphertext.
-    private func readRecord() throws(HandoffError) -> [UInt8] {
+    /// Reads one record's ciphertext into `scratch` (reused, grown to the largest
+    /// record); returns its length. `meter` counts the bytes as they arrive, so a
+    /// record cut off midway is still counted.
+    private func readRecord(into scratch: inout [UInt8], meter: ((Int) -> Void)? = nil) throws(HandoffError) -> Int {
         do {
             var reader = ByteReader(try connection.read(exactly: 4))
             let length = Int(try reader.readUInt32BE())
             guard length >= SecretStream.overheadBytes, length <= Self.recordPlaintextBytes + SecretStream.overheadBytes else {
                 throw HandoffError(.payloadInvalid, "The peer sent a record of \(length) bytes.", fix: "Make sure both hosts run the same handoff version.")
             }
-            return try connection.read(exactly: length)
+            if scratch.count < length { scratch = [UInt8](repeating: 0, count: length) }
+            var filled = 0
+            while filled < length {
+                let count = try scratch.withUnsafeMutableBytes { (raw) throws(SystemError) -> Int in
+                    try connection.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[filled..<length]))
+                }
+                filled += count
+                meter?(count)
+            }
+            return length
         } catch let error as SystemError {
             throw StreamFrameChannel.lost(error, peer: connection.remote)
         } catch let error as HandoffError {
@@ -166,53 +191,166 @@ final class SecureChannel: FrameChannel {
         }
     }
 
+    /// Authenticates and decrypts the record in `ciphertext[0..<length]` into `output`
+    /// (room for `length - overheadBytes`); returns its tag.
+    private func open(_ ciphertext: [UInt8], length: Int, into output: UnsafeMutableRawPointer) throws(HandoffError) -> UInt8 {
+        let tag = ciphertext.withUnsafeBytes { receiver.pull(UnsafeRawBufferPointer(rebasing: $0[0..<length]), into: output) }
+        guard let tag else { throw inauthentic() }
+        return tag
+    }
+
+    private func open(_ ciphertext: [UInt8], length: Int, into plaintext: inout [UInt8]) throws(HandoffError) -> UInt8 {
+        if plaintext.isEmpty {
+            // An empty array may have no storage; an empty record still needs a place to point at.
+            var room = [UInt8](repeating: 0, count: 1)
+            return try open(ciphertext, length: length, into: &room)
+        }
+        let tag = ciphertext.withUnsafeBytes { input in
+            plaintext.withUnsafeMutableBytes { receiver.pull(UnsafeRawBufferPointer(rebasing: input[0..<length]), into: $0.baseAddress!) }
+        }
+        guard let tag else { throw inauthentic() }
+        return tag
+    }
+
     private func inauthentic() -> HandoffError {
         HandoffError(.signatureMismatch, "A record from \(connection.remote) failed authentication: it was altered, replayed or reordered.",
                      fix: "Try again; if it repeats, something on the network alters traffic.")
     }
 
-    func receive() throws(HandoffError) -> TransferFrame {
-        // The first record starts with the frame header, which says how long the body is:
-        // the body then grows record by record, up to that size and no further.
-        let firstRecord = try readRecord()
-        var first = [UInt8](repeating: 0, count: firstRecord.count - SecretStream.overheadBytes)
-        let firstTag = firstRecord.withUnsafeBytes { input in first.withUnsafeMutableBytes { receiver.pull(input, into: $0.baseAddress!) } }
-        guard let firstTag else { throw inauthentic() }
-        let kind: UInt8
-        let length: Int
+    private static func badFrame(_ error: WireError) -> HandoffError {
+        HandoffError(.payloadInvalid, "The peer sent a bad frame: \(error).", fix: "Make sure both hosts run the same handoff version.")
+    }
+
+    private static var tooLong: HandoffError {
+        HandoffError(.payloadInvalid, "The frame is longer than its header says.", fix: "Make sure both hosts run the same handoff version.")
+    }
+
+    /// The first record of a frame, decrypted: its plaintext, header and tag.
+    private func receiveOpening(scratch: inout [UInt8], meter: ((Int) -> Void)? = nil) throws(HandoffError) -> (plaintext: [UInt8], kind: UInt8, length: Int, tag: UInt8) {
+        let recordLength = try readRecord(into: &scratch, meter: meter)
+        var first = [UInt8](repeating: 0, count: recordLength - SecretStream.overheadBytes)
+        let tag = try open(scratch, length: recordLength, into: &first)
         do {
-            (kind, length) = try TransferFrame.bodyLength(header: Array(first.prefix(TransferFrame.headerBytes)))
+            let (kind, length) = try TransferFrame.bodyLength(header: Array(first.prefix(TransferFrame.headerBytes)))
+            return (first, kind, length, tag)
         } catch {
-            throw HandoffError(.payloadInvalid, "The peer sent a bad frame: \(error).", fix: "Make sure both hosts run the same handoff version.")
+            throw Self.badFrame(error)
         }
-        // The body grows as authenticated records arrive, so a peer that merely
-        // declares a large frame makes us hold nothing it has not sent.
+    }
+
+    func receive() throws(HandoffError) -> TransferFrame {
+        var scratch = [UInt8]()
+        let (first, kind, length, tag) = try receiveOpening(scratch: &scratch)
+        return try receiveRest(kind: kind, length: length, opening: first, tag: tag, scratch: &scratch)
+    }
+
+    /// The rest of a frame, whole. The body grows as authenticated records arrive,
+    /// so a peer that merely declares a large frame makes us hold nothing it has not sent.
+    private func receiveRest(kind: UInt8, length: Int, opening first: [UInt8], tag firstTag: UInt8,
+                             scratch: inout [UInt8]) throws(HandoffError) -> TransferFrame {
         var body = Array(first[TransferFrame.headerBytes...])
-        guard body.count <= length else { throw HandoffError(.payloadInvalid, "The frame is longer than its header says.", fix: "Make sure both hosts run the same handoff version.") }
+        guard body.count <= length else { throw Self.tooLong }
         body.reserveCapacity(min(length, 4 * Self.recordPlaintextBytes))
         var tag = firstTag
         while tag != SecretStream.tagPush {
-            let record = try readRecord()
-            var plaintext = [UInt8](repeating: 0, count: record.count - SecretStream.overheadBytes)
-            let pulled = record.withUnsafeBytes { input in plaintext.withUnsafeMutableBytes { receiver.pull(input, into: $0.baseAddress!) } }
+            let recordLength = try readRecord(into: &scratch)
+            let plaintextLength = recordLength - SecretStream.overheadBytes
+            var plaintext = [UInt8](repeating: 0, count: plaintextLength)
             // Authenticate first: a replayed or injected record is reported as what it is.
-            guard let pulled else { throw inauthentic() }
-            guard body.count + plaintext.count <= length else {
-                throw HandoffError(.payloadInvalid, "The frame is longer than its header says.", fix: "Make sure both hosts run the same handoff version.")
-            }
+            tag = try open(scratch, length: recordLength, into: &plaintext)
+            guard body.count + plaintextLength <= length else { throw Self.tooLong }
             body += plaintext
-            tag = pulled
         }
-        let received = body.count
-        guard received == length else {
-            throw HandoffError(.payloadInvalid, "The frame ended \(length - received) bytes short.", fix: "Make sure both hosts run the same handoff version.")
+        guard body.count == length else {
+            throw HandoffError(.payloadInvalid, "The frame ended \(length - body.count) bytes short.", fix: "Make sure both hosts run the same handoff version.")
         }
         do {
             return try TransferFrame(kind: kind, body: body)
         } catch {
-            throw HandoffError(.payloadInvalid, "The peer sent a bad frame: \(error).", fix: "Make sure both hosts run the same handoff version.")
+            throw Self.badFrame(error)
         }
     }
 
+    /// A payload frame lands in the region `destination` gives once the
+    /// authenticated header says where it starts and how long it is: each record
+    /// after the first is decrypted straight into it (the first, which carries the
+    /// header, through one small copy).
+    func receivePayload(into destination: (PayloadStart) throws(HandoffError) -> UnsafeMutableRawBufferPointer,
+                        received: (Int) -> Void, discarded: (Int) -> Void) throws(HandoffError) -> TransferFrame? {
+        var scratch = [UInt8]()
+        var partial = 0
+        let (first, kind, length, firstTag): ([UInt8], UInt8, Int, UInt8)
+        do {
+            (first, kind, length, firstTag) = try receiveOpening(scratch: &scratch, meter: { partial += $0 })
+        } catch {
+            discarded(partial)
+            throw error
+        }
+        let start: PayloadStart
+        var headLength = TransferFrame.headerBytes
+        switch kind {
+        case TransferFrame.payloadKind:
+            start = PayloadStart(offset: 0, length: length)
+        case TransferFrame.payloadFromKind:
+            headLength += TransferFrame.payloadOffsetBytes
+            guard first.count >= headLength, length >= TransferFrame.payloadOffsetBytes else {
+                throw HandoffError(.payloadInvalid, "The peer's resumed payload does not say where it starts.", fix: "Make sure both hosts run the same handoff version.")
+            }
+            var reader = ByteReader(Array(first[TransferFrame.headerBytes..<headLength]))
+            let offset = (try? reader.readUInt64BE()) ?? 0
+            do { try TransferFrame.checkResumeOffset(offset) } catch { throw Self.badFrame(error) }
+            start = PayloadStart(offset: Int(offset), length: length - TransferFrame.payloadOffsetBytes)
+        default:
+            return try receiveRest(kind: kind, length: length, opening: first, tag: firstTag, scratch: &scratch)
+        }
+        let region = try destination(start)
+        precondition(region.count == start.length, "the payload region must be exactly the frame's length")
+        let opening = first.count - headLength
+        guard opening <= region.count else { throw Self.tooLong }
+        first.withUnsafeBytes { region.baseAddress?.copyMemory(from: $0.baseAddress! + headLength, byteCount: opening) }
+        var filled = opening
+        if filled > 0 { received(filled) }
+        var tag = firstTag
+        while tag != SecretStream.tagPush {
+            partial = 0
+            let recordLength: Int
+            do {
+                recordLength = try readRecord(into: &scratch, meter: { partial += $0 })
+            } catch {
+                discarded(partial)
+                throw error
+            }
+            let plaintextLength = recordLength - SecretStream.overheadBytes
+            if plaintextLength > 0, plaintextLength <= region.count - filled {
+                tag = try open(scratch, length: recordLength, into: region.baseAddress! + filled)
+            } else if plaintextLength == 0 {
+                var nothing = [UInt8](repeating: 0, count: 1)
+                tag = try open(scratch, length: recordLength, into: &nothing)
+            } else {
+                // Authenticate first, into a scratch: a replayed or injected record is reported as what it is.
+                var plaintext = [UInt8](repeating: 0, count: plaintextLength)
+                _ = try open(scratch, length: recordLength, into: &plaintext)
+                throw Self.tooLong
+            }
+            filled += plaintextLength
+            received(filled)
+        }
+        guard filled == region.count else {
+            throw HandoffError(.payloadInvalid, "The frame ended \(region.count - filled) bytes short.", fix: "Make sure both hosts run the same handoff version.")
+        }
+        return nil
+    }
+
     func close() { connection.close() }
+}
+
+/// Array's withUnsafeBytes rethrows untyped; this keeps the channel's errors HandoffError.
+private func typed<R>(_ body: () throws -> R) throws(HandoffError) -> R {
+    do {
+        return try body()
+    } catch let error as HandoffError {
+        throw error
+    } catch {
+        throw HandoffError(.internal, "\(error)", fix: "Report this as a bug.")
+    }
 }

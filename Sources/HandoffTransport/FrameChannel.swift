@@ -7,6 +7,50 @@ public protocol FrameChannel: Sendable {
     func send(_ frame: TransferFrame) throws(HandoffError)
     func receive() throws(HandoffError) -> TransferFrame
     func close()
+    /// Sends `payload` from `offset` on: a `payload` frame from 0, else `payloadFrom`.
+    func sendPayload(_ payload: [UInt8], from offset: Int) throws(HandoffError)
+    /// Receives a `payload` or `payloadFrom` frame into the region `destination`
+    /// returns once the frame's header is known (`start`); `received` hears how many
+    /// bytes of that region are filled (and authenticated) so far. Any other frame
+    /// is returned instead, whole. `discarded` hears how many bytes of a record had
+    /// arrived when the connection failed in its middle (a resume fetches them again).
+    func receivePayload(into destination: (PayloadStart) throws(HandoffError) -> UnsafeMutableRawBufferPointer,
+                        received: (Int) -> Void, discarded: (Int) -> Void) throws(HandoffError) -> TransferFrame?
+}
+
+/// Where an arriving payload frame starts in the payload and how many bytes it carries.
+public struct PayloadStart: Equatable, Sendable {
+    public var offset: Int
+    public var length: Int
+    public init(offset: Int, length: Int) {
+        self.offset = offset
+        self.length = length
+    }
+}
+
+extension FrameChannel {
+    /// For channels without records (tests, the clear channel): the whole frame, then a copy.
+    public func sendPayload(_ payload: [UInt8], from offset: Int) throws(HandoffError) {
+        try send(offset == 0 ? .payload(payload) : .payloadFrom(offset: UInt64(offset), bytes: Array(payload[offset...])))
+    }
+
+    public func receivePayload(into destination: (PayloadStart) throws(HandoffError) -> UnsafeMutableRawBufferPointer,
+                               received: (Int) -> Void, discarded: (Int) -> Void) throws(HandoffError) -> TransferFrame? {
+        let frame = try receive()
+        let (start, bytes): (PayloadStart, [UInt8])
+        switch frame {
+        case let .payload(payload): (start, bytes) = (PayloadStart(offset: 0, length: payload.count), payload)
+        case let .payloadFrom(offset, payload): (start, bytes) = (PayloadStart(offset: Int(offset), length: payload.count), payload)
+        default: return frame
+        }
+        let region = try destination(start)
+        guard region.count == bytes.count else {
+            throw HandoffError(.payloadInvalid, "The payload frame does not fit the space for it.", fix: "Accept again.")
+        }
+        if !bytes.isEmpty { bytes.withUnsafeBytes { region.copyMemory(from: $0) } }
+        received(bytes.count)
+        return nil
+    }
 }
 
 /// Transfer frames over a TCP connection, with the header checked against

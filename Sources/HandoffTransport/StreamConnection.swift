@@ -202,6 +202,26 @@ public final class StreamConnection: Sendable {
         }
     }
 
+    /// Reads at least one byte and at most `destination.count` into `destination`:
+    /// what is buffered, else one recv straight into it (large transfers: no
+    /// intermediate array). Returns how many; a peer that closed is ECONNRESET.
+    public func read(into destination: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
+        guard let target = destination.baseAddress, destination.count > 0 else { return 0 }
+        return try readState.withLock { (state) throws(SystemError) -> Int in
+            if !state.buffer.isEmpty {
+                let count = min(state.buffer.count, destination.count)
+                state.buffer.withUnsafeBytes { target.copyMemory(from: $0.baseAddress!, byteCount: count) }
+                state.buffer.removeFirst(count)
+                return count
+            }
+            guard !isClosed else { throw SystemError("recv", errno: ECONNRESET) }
+            try waitForDeadline()
+            let received = try systemCall("recv") { recv(fd, target, destination.count, 0) }
+            guard received > 0 else { throw SystemError("recv", errno: ECONNRESET) }
+            return received
+        }
+    }
+
     /// Reads one newline-terminated line (without the newline). Lines longer
     /// than `maxBytes` are refused with EMSGSIZE; nil at a clean end of stream.
     public func readLine(maxBytes: Int) throws(SystemError) -> [UInt8]? {

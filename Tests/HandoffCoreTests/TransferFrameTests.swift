@@ -39,6 +39,24 @@ import Testing
 
     static let payloadBytes = hex("02 03 0000008f") + VectorInputs.payload
 
+    /// B resuming after the first record (1 MiB of plaintext less the 6-byte header).
+    static var fetchFrom: TransferFrame.FetchRequest {
+        var request = fetch
+        request.offset = 1_048_570
+        return request
+    }
+
+    static let fetchFromBytes = hex("""
+        02 0f 00000050
+        d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a
+        0000018bcfe56800
+        2c8c27a5487834f63e6f0f7ba5d822ac8b52fdbe39ab20af91d104f3ccfcb951
+        00000000000ffffa
+        """)
+
+    /// The payload vector from byte 100 on: 43 bytes after the offset.
+    static let payloadFromBytes = hex("02 10 00000033 0000000000000064") + VectorInputs.payload[100...]
+
     static let refusalBytes = hex("02 04 00000012 0b 6e6f742d63757272656e74 0004 676f6e65")
     static let refusal = TransferFrame.Refusal(code: .notCurrent, message: "gone")
 
@@ -69,6 +87,7 @@ import Testing
     static var vectors: [(TransferFrame, [UInt8])] {
         [(.hello(hello), helloBytes), (.serverHello(serverHello), serverHelloBytes), (.clientAuth(clientAuth), clientAuthBytes),
          (.fetch(fetch), fetchBytes), (.payload(VectorInputs.payload), payloadBytes), (.refusal(refusal), refusalBytes),
+         (.fetch(fetchFrom), fetchFromBytes), (.payloadFrom(offset: 100, bytes: Array(VectorInputs.payload[100...])), payloadFromBytes),
          (.pairRequest(name: "beta"), pairRequestBytes), (.pairCommit(name: "alpha", commitment: commitment), pairCommitBytes),
          (.pairNonce(initiatorNonce), pairNonceBytes), (.pairReveal(responderNonce), pairRevealBytes),
          (.pairConfirm(accepted: true), pairAcceptBytes), (.pairConfirm(accepted: false), pairDeclineBytes),
@@ -76,7 +95,7 @@ import Testing
     }
 
     /// Every kind this version knows.
-    static let kinds: ClosedRange<UInt8> = 2...14
+    static let kinds: ClosedRange<UInt8> = 2...16
 
     @Test func staticVectorsEncode() {
         for (frame, bytes) in Self.vectors {
@@ -107,6 +126,42 @@ import Testing
     @Test func everyKindHasAVector() {
         #expect(Set(Self.vectors.map { $0.1[1] }) == Set(Self.kinds))
         #expect(TransferFrame.version == 2)
+    }
+
+    /// A resume has one encoding: offset 0 is a plain fetch or payload, and an
+    /// offset past the largest payload is refused before anything is read.
+    @Test func resumeOffsetsAreBounded() throws {
+        var zero = Self.fetch
+        zero.offset = 0
+        #expect(TransferFrame.fetch(zero).encoded() == Self.fetchBytes)
+        let body = Array(Self.fetchBytes.dropFirst(TransferFrame.headerBytes))
+        for offset: UInt64 in [0, UInt64(TransferFrame.maximumBodyBytes), .max] {
+            var tail = ByteWriter()
+            tail.write(offset)
+            #expect(throws: WireError.self) { try TransferFrame(kind: 15, body: body + tail.bytes) }
+            #expect(throws: WireError.self) { try TransferFrame(kind: 16, body: tail.bytes + [1, 2, 3]) }
+        }
+        // A body past the largest payload, counted from the offset.
+        var near = ByteWriter()
+        near.write(UInt64(TransferFrame.maximumBodyBytes - 2))
+        #expect(throws: WireError.tooLong(field: "payload from \(TransferFrame.maximumBodyBytes - 2)", length: 3, limit: 2)) {
+            try TransferFrame(kind: 16, body: near.bytes + [1, 2, 3])
+        }
+        #expect(try TransferFrame(kind: 16, body: near.bytes + [1, 2]) == .payloadFrom(offset: UInt64(TransferFrame.maximumBodyBytes - 2), bytes: [1, 2]))
+        // Inside the channel a payloadFrom may carry the offset on top of the largest payload; nothing more.
+        #expect(try TransferFrame.bodyLength(header: TransferFrame.header(payloadFrom: 1, count: TransferFrame.maximumBodyBytes)).length
+            == TransferFrame.maximumBodyBytes + 8)
+        #expect(throws: WireError.self) {
+            try TransferFrame.bodyLength(header: TransferFrame.header(payloadFrom: 1, count: TransferFrame.maximumBodyBytes + 1))
+        }
+        // Neither travels in the clear.
+        #expect(throws: WireError.self) { try TransferFrame.bodyLength(header: [2, 15, 0, 0, 0, 80], limits: .clear) }
+        #expect(throws: WireError.self) { try TransferFrame.bodyLength(header: [2, 16, 0, 0, 0, 9], limits: .clear) }
+        // Truncated offsets.
+        for cut in 0..<8 {
+            #expect(throws: WireError.self) { try TransferFrame(kind: 15, body: body + [UInt8](repeating: 0, count: cut)) }
+            #expect(throws: WireError.self) { try TransferFrame(kind: 16, body: [UInt8](repeating: 0, count: cut)) }
+        }
     }
 
     @Test func emptyAndLargePayloadsRoundTrip() throws {
@@ -144,8 +199,8 @@ import Testing
         // The v1 vectors themselves.
         #expect(throws: WireError.unsupportedVersion(1)) { try TransferFrame(decoding: hex("01 04 00000012 0b 6e6f742d63757272656e74 0004 676f6e65")) }
         #expect(throws: WireError.unsupportedVersion(1)) { try TransferFrame(decoding: hex("01 03 00000000")) }
-        // Kind 1 was the v1 challenge; 0 and 15 and up were never used.
-        for kind: UInt8 in [0, 1, 15, 0x80, 0xFF] {
+        // Kind 1 was the v1 challenge; 0 and 17 and up were never used.
+        for kind: UInt8 in [0, 1, 17, 0x80, 0xFF] {
             #expect(throws: WireError.unknownKind(kind)) { try TransferFrame.bodyLength(header: [2, kind, 0, 0, 0, 0]) }
             #expect(throws: WireError.unknownKind(kind)) { try TransferFrame(kind: kind, body: []) }
             #expect(throws: WireError.unknownKind(kind)) { try TransferFrame(decoding: [2, kind, 0, 0, 0, 0]) }

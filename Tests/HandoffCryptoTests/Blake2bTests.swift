@@ -56,3 +56,26 @@ import Testing
         #expect(first != second)
     }
 }
+
+@Suite struct Blake2bHasherTests {
+    /// Fed in pieces of any size, the hasher gives the one-shot digest.
+    @Test(arguments: [1, 7, 128, 129, 4096, 1 << 20])
+    func piecesGiveTheOneShotDigest(_ piece: Int) {
+        let message = (0..<((1 << 20) + 1000)).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }
+        let hasher = Blake2b.Hasher()
+        var offset = 0
+        while offset < message.count {
+            let end = min(offset + piece, message.count)
+            hasher.update(Array(message[offset..<end]))
+            offset = end
+        }
+        #expect(hasher.finish() == Blake2b.digest(message))
+    }
+
+    @Test func nothingFedIsTheEmptyDigest() {
+        let hasher = Blake2b.Hasher()
+        hasher.update([])
+        #expect(hasher.finish() == hex("0e5751c026e543b2e8ab2eb06099daa1d1e5df47778f7787faab45cdf12fe3a8"))
+        #expect(Blake2b.Hasher(outputBytes: 64).finish() == Blake2b.digest([], outputBytes: 64))
+    }
+}

@@ -771,6 +771,25 @@ private let readerActivity = Activity(type: "org.example.reader.document", title
         #expect(await daemon.answer(current, from: beta.publicKey, remote: "test") == .payload(published.payload))
         #expect(await daemon.refusedCount == 4)
     }
+
+    /// A resume gets the payload (sent from its offset by `serveFetch`) while the
+    /// offset is inside it; one at or past the end is refused as a bad request.
+    @Test func answerTakesResumeOffsetsInsideThePayloadOnly() async throws {
+        let test = try TestDaemon(trusting: [beta])
+        defer { test.remove() }
+        let published = try await test.daemon.publish(readerActivity)
+        let summary = published.summary.summary
+        var request = TransferFrame.FetchRequest(summarySender: summary.senderKey, summarySequence: summary.sequence,
+                                                 payloadDigest: summary.payloadDigest)
+        for offset in [1, published.payload.count - 1] {
+            request.offset = UInt64(offset)
+            #expect(await test.daemon.answer(request, from: beta.publicKey, remote: "test") == .payload(published.payload))
+        }
+        for offset in [published.payload.count, published.payload.count + 1] {
+            request.offset = UInt64(offset)
+            #expect(await test.daemon.answer(request, from: beta.publicKey, remote: "test").refusalCode == .invalidRequest)
+        }
+    }
 }
 
 extension TransferFrame {

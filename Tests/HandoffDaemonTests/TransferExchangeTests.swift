@@ -360,3 +360,10 @@ func connectedPair(_ first: String = "test client", _ second: String = "test ser
         #expect(failure(result)?.code == .connectionLost)
     }
 }
+
+extension Daemon {
+    /// The exchange as these tests read it: a fresh fetch, its payload decoded as an app does.
+    static func exchange(over channel: some FrameChannel, offer: SignedSummary, identity: Identity) throws(HandoffError) -> Activity {
+        try Activity(payload: try exchange(over: channel, offer: offer, reception: PayloadReception(summary: offer.summary)).buffer.copyBytes())
+    }
+}

@@ -14,6 +14,8 @@ enum Targets {
         // Payload and its userInfo, fetched from a peer after accept.
         "plist": plist,
         "payload": payload,
+        // The receiver's check of a fetched payload, in place: it must agree with the decoder.
+        "payload-scan": payloadScan,
         // Datagrams: summaries inside announcements, sealed announcements, the peer table.
         "summary": summary,
         "announcement": announcement,
@@ -88,6 +90,22 @@ enum Targets {
         _ = activity.json.encodedLine()
     }
 
+    static func payloadScan(_ bytes: [UInt8]) {
+        let scanned = bytes.withUnsafeBytes { raw in Result { () throws(HandoffError) in try Activity.scanPayload(raw) } }
+        let decoded = Result { () throws(HandoffError) in try Activity(payload: bytes) }
+        switch (scanned, decoded) {
+        case let (.success(header), .success(activity)):
+            check(header.type == activity.type && header.title == activity.title && header.sequence == activity.sequence
+                  && header.targetContentIdentifier == activity.targetContentIdentifier && header.webpageURL == activity.webpageURL
+                  && header.expiresAtMillis == activity.expiresAtMillis, "the scan reads the decoder's fixed fields")
+            check(header.userInfoOffset + header.userInfoBytes == bytes.count, "the userInfo runs to the end")
+        case let (.failure(scanError), .failure(decodeError)):
+            check(scanError == decodeError, "the scan refuses with the decoder's error")
+        default:
+            check(false, "the scan and the decoder disagree on whether to accept")
+        }
+    }
+
     static func summary(_ bytes: [UInt8]) {
         guard let signed = try? SignedSummary(decoding: bytes) else { return }
         check(signed.encoded == bytes, "summary bytes are kept as received")
@@ -123,6 +141,15 @@ enum Targets {
         // Refusal messages are shown to people with unsafe characters dropped, so only they may differ.
         if case .refusal = frame { return }
         check(frame.encoded() == bytes, "one encoding per frame")
+        // A resume names a byte inside the largest payload and never byte 0 (that is a plain fetch or payload).
+        switch frame {
+        case let .fetch(request) where request.offset > 0:
+            check(bytes[1] == 15 && request.offset < UInt64(TransferFrame.maximumBodyBytes), "a resumed fetch is kind 15, in range")
+        case let .payloadFrom(offset, rest):
+            check(offset > 0 && Int(offset) + rest.count <= TransferFrame.maximumBodyBytes, "a resumed payload stays inside the limit")
+        default:
+            break
+        }
     }
 
     static func serviceRecord(_ bytes: [UInt8]) {

@@ -1,0 +1,236 @@
+import Dispatch
+import Foundation
+import HandoffCore
+import HandoffCrypto
+import HandoffTransport
+import Synchronization
+
+/// A fetched payload: the sealed buffer that holds it and its fixed fields,
+/// checked against the signed summary. The userInfo is checked, not decoded.
+struct FetchedPayload: Sendable {
+    let buffer: PayloadBuffer
+    let header: ActivityHeader
+}
+
+/// One payload on its way in, across every connection that carries part of it:
+/// the buffer (sized from the first authenticated frame header, after checking
+/// it against the signed summary), how much of it is authenticated, and the
+/// digest that follows it on a thread of its own. Used by the fetch thread only.
+final class PayloadReception {
+    let summary: Summary
+    private(set) var buffer: PayloadBuffer?
+    /// Payload bytes received and authenticated, from the start: where a resume begins.
+    private(set) var authenticated = 0
+    /// Bytes of records a connection lost midway, which a resume fetches again.
+    private(set) var refetchedBytes = 0
+    private var digest: DigestPipeline?
+
+    init(summary: Summary) {
+        self.summary = summary
+    }
+
+    deinit { digest?.cancel() }
+
+    var isStarted: Bool { buffer != nil }
+
+    /// The region a payload frame fills: the whole buffer for a fresh fetch, the
+    /// missing tail for a resumed one. Refuses a frame that does not match.
+    func region(for start: PayloadStart) throws(HandoffError) -> UnsafeMutableRawBufferPointer {
+        let expected = Int(summary.payloadSize)
+        guard let buffer else {
+            guard start.offset == 0 else { throw Self.mismatch("a resumed payload answered a fresh fetch") }
+            guard start.length == expected else {
+                throw HandoffError(.payloadInvalid, "The payload is \(start.length) bytes, the summary said \(expected).",
+                                   fix: "Accept again; if it repeats, the sender is misbehaving.")
+            }
+            guard expected <= ActivityLimits.payloadBytes else {
+                throw HandoffError(.payloadTooLarge, "The payload is \(expected) bytes, over the limit of \(ActivityLimits.payloadBytes).",
+                                   fix: "Ask the sender to shrink the activity's userInfo.")
+            }
+            let created: PayloadBuffer
+            do {
+                created = try PayloadBuffer.create(count: expected)
+            } catch {
+                throw HandoffError(.internal, "Cannot hold a payload of \(expected) bytes: \(error).",
+                                   fix: "Free some memory on this host, then accept again.")
+            }
+            self.buffer = created
+            digest = DigestPipeline(created)
+            return created.mutableBytes
+        }
+        guard start.offset == authenticated, start.offset + start.length == buffer.count else {
+            throw Self.mismatch("the resumed payload starts at byte \(start.offset) with \(start.length) bytes; \(authenticated) of \(buffer.count) are here")
+        }
+        return UnsafeMutableRawBufferPointer(rebasing: buffer.mutableBytes[start.offset...])
+    }
+
+    private static func mismatch(_ detail: String) -> HandoffError {
+        HandoffError(.payloadInvalid, "The sender's answer does not continue this transfer: \(detail).",
+                     fix: "Accept again; if it repeats, the sender is misbehaving.")
+    }
+
+    /// `count` bytes from the start are now authenticated.
+    func advance(to count: Int) {
+        authenticated = count
+        digest?.advance(to: count)
+    }
+
+    func discard(_ bytes: Int) { refetchedBytes += bytes }
+
+    /// Everything arrived: the digest against the signed one, then the buffer is
+    /// sealed and its fields scanned and checked against the summary.
+    func finish() throws(HandoffError) -> FetchedPayload {
+        guard let buffer, let digest, authenticated == buffer.count else {
+            throw HandoffError(.payloadInvalid, "The payload ended early.", fix: "Accept again.")
+        }
+        self.digest = nil
+        guard constantTimeEqual(digest.finish(), summary.payloadDigest) else {
+            throw HandoffError(.digestMismatch, "The payload does not match the digest in the signed summary.",
+                               fix: "Accept again; if it repeats, the sender is misbehaving.")
+        }
+        do {
+            try buffer.seal()
+        } catch {
+            throw HandoffError(.internal, "Cannot seal the received payload: \(error).", fix: "Report this as a bug.")
+        }
+        let header = try Activity.scanPayload(buffer.bytes)
+        guard header.type == summary.activityType, header.title == summary.title, header.sequence == summary.sequence else {
+            throw HandoffError(.payloadInvalid, "The payload describes a different activity than its summary.",
+                               fix: "Accept again; if it repeats, the sender is misbehaving.")
+        }
+        return FetchedPayload(buffer: buffer, header: header)
+    }
+}
+
+/// BLAKE2b over a buffer that fills from the front, on a thread of its own: the
+/// receiver publishes how far the bytes are final (`advance`), the hasher
+/// catches up, so hashing overlaps receiving and decrypting (the second core).
+/// The handoff is one watermark, so it is bounded whatever the record count.
+final class DigestPipeline: Sendable {
+    private let buffer: PayloadBuffer
+    private let available = Atomic<Int>(0)
+    private let cancelled = Atomic<Bool>(false)
+    private let wake = DispatchSemaphore(value: 0)
+    private let done = DispatchSemaphore(value: 0)
+    private let result = Locked<[UInt8]?>(nil)
+
+    init(_ buffer: PayloadBuffer) {
+        self.buffer = buffer
+        // Captured now: sealing remaps the buffer, and sealing waits for `finish`.
+        let address = UInt(bitPattern: buffer.mutableBytes.baseAddress)
+        let total = buffer.count
+        let thread = Thread { [self] in
+            let base = UnsafeRawPointer(bitPattern: address)
+            let hasher = Blake2b.Hasher()
+            var hashed = 0
+            while hashed < total, !cancelled.load(ordering: .acquiring) {
+                let upTo = available.load(ordering: .acquiring)
+                if upTo > hashed {
+                    hasher.update(UnsafeRawBufferPointer(start: base! + hashed, count: upTo - hashed))
+                    hashed = upTo
+                } else {
+                    wake.wait()
+                }
+            }
+            result.withLock { $0 = hasher.finish() }
+            done.signal()
+        }
+        thread.name = "digest"
+        thread.start()
+    }
+
+    /// Bytes below `count` are final (written before this call).
+    func advance(to count: Int) {
+        available.store(count, ordering: .releasing)
+        wake.signal()
+    }
+
+    /// Waits for the hasher to reach the end; the digest.
+    func finish() -> [UInt8] {
+        done.wait()
+        return result.withLock { $0 ?? [] }
+    }
+
+    /// Stops the hasher (the transfer failed); it lets go of the buffer.
+    func cancel() {
+        cancelled.store(true, ordering: .releasing)
+        wake.signal()
+    }
+}
+
+/// Which progress updates a transfer reports: only transfers over 1 MiB, at
+/// most one per 100 ms, and always the one that completes it.
+struct ProgressThrottle {
+    static let minimumTotal = 1 << 20
+    static let intervalNanos: UInt64 = 100_000_000
+    let total: Int
+    private var lastReportNanos: UInt64?
+    private var reportedEnd = false
+
+    init(total: Int) { self.total = total }
+
+    mutating func shouldReport(bytes: Int, nowNanos: UInt64) -> Bool {
+        guard total > Self.minimumTotal, !reportedEnd else { return false }
+        if bytes >= total {
+            reportedEnd = true
+            return true
+        }
+        if let last = lastReportNanos, nowNanos &- last < Self.intervalNanos { return false }
+        lastReportNanos = nowNanos
+        return true
+    }
+}
+
+/// Progress of one connection's share of a transfer, with its rate since that connection began.
+final class ProgressMeter {
+    private var throttle: ProgressThrottle
+    private let from: Int
+    private let startedNanos = monotonicNanos()
+    private let report: @Sendable (_ bytes: Int, _ total: Int, _ bytesPerSecond: Int) -> Void
+
+    init(total: Int, from: Int, report: @escaping @Sendable (Int, Int, Int) -> Void) {
+        throttle = ProgressThrottle(total: total)
+        self.from = from
+        self.report = report
+    }
+
+    func update(_ bytes: Int) {
+        let now = monotonicNanos()
+        guard throttle.shouldReport(bytes: bytes, nowNanos: now) else { return }
+        let elapsed = max(now &- startedNanos, 1)
+        report(bytes, throttle.total, Int(Double(bytes - from) * 1e9 / Double(elapsed)))
+    }
+}
+
+/// When a cut transfer waits for its peer and when it gives up: each cut opens
+/// a window of `windowMillis`, never past the offer's expiry; attempts within
+/// it fail without a new cut until a connection moves the transfer on.
+struct ResumeWindow {
+    enum Step: Equatable {
+        /// Try again before `untilMillis`; `newCut` when this failure starts a wait (announce it).
+        case wait(untilMillis: UInt64, newCut: Bool)
+        case giveUp
+    }
+
+    let windowMillis: UInt64
+    let expiresAtMillis: UInt64
+    private var untilMillis: UInt64?
+    private var authenticatedAtCut = 0
+
+    init(windowMillis: UInt64, expiresAtMillis: UInt64) {
+        self.windowMillis = windowMillis
+        self.expiresAtMillis = expiresAtMillis
+    }
+
+    /// A connection failed with `authenticated` payload bytes held.
+    mutating func failed(nowMillis: UInt64, authenticated: Int) -> Step {
+        var newCut = false
+        if untilMillis == nil || authenticated > authenticatedAtCut {
+            untilMillis = min(nowMillis + windowMillis, expiresAtMillis)
+            authenticatedAtCut = authenticated
+            newCut = true
+        }
+        guard let until = untilMillis, nowMillis < until else { return .giveUp }
+        return .wait(untilMillis: until, newCut: newCut)
+    }
+}
