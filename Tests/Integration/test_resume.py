@@ -20,6 +20,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_local_api import Connection, sealed_payload  # noqa: E402
 from harness import lab, listed, require_root, wait_until  # noqa: E402
 
 LAB_DIR = os.environ.get("HANDOFF_LAB_DIR", "/tmp/handoff-lab")
@@ -164,12 +165,16 @@ class Resume(unittest.TestCase):
         return receipt
 
     def accept(self, cut):
+        """The accept's reply and, on success, the payload it passed by descriptor."""
         events = Events("laptop-b", on_progress=cut.on_progress)
-        b = Client("laptop-b")
+        b = Connection("laptop-b")
         try:
             started = time.monotonic()
-            reply = b.reply("accept", peer="laptop-a")
+            reply, fd = b.call({"op": "accept", "peer": "laptop-a", "payload": True})
             elapsed = time.monotonic() - started
+            if fd is not None:
+                reply["payload"] = sealed_payload(fd)
+                os.close(fd)
         finally:
             b.close()
             time.sleep(0.2)  # the last events after the reply
@@ -184,7 +189,9 @@ class Resume(unittest.TestCase):
         self.assertTrue(reply["ok"], reply)
         activity = reply["result"]["activity"]
         self.assertEqual(activity["sequence"], receipt["sequence"])
-        self.assertEqual(activity["userInfo"]["blob"]["$data"], self.blob)
+        # The payload (Activity's encoding) holds the published bytes whole.
+        self.assertEqual(len(reply["payload"]), reply["result"]["payloadBytes"])
+        self.assertIn(base64.b64decode(self.blob), reply["payload"])
 
         waiting = events.named("transferWaiting")
         resumed = events.named("transferResumed")
