@@ -33,6 +33,8 @@ extension Daemon {
             guard let line else { return }
             if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\r") }) { continue }
             guard let reply = waitFor({ await self.handle(line: line, connection: connection) }) else { continue }
+            // After awaitStream or openStream succeeded, the connection carries the stream's bytes (Daemon+Streams).
+            if let relay = StreamRelay.claim(connection) { return relay.serveApp(reply: Array((reply.encodedLine() + "\n").utf8)) }
             guard (try? connection.write(Array((reply.encodedLine() + "\n").utf8))) != nil else { return }
         }
     }
@@ -169,6 +171,8 @@ extension Daemon {
             return ["apps": .array(running + disk)]
         case "untrust":
             return try untrustRequest(fields)
+        case "awaitStream": return try await awaitStream(fields, connection: connection)
+        case "openStream": return try await openStream(fields, connection: connection)
         case "subscribe":
             nextSubscriberID += 1
             let sink = EventSink(connection: connection)

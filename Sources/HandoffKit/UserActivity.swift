@@ -11,6 +11,8 @@ import HandoffCore
 ///   `targetContentIdentifier` (or any field) does not set `needsSave`.
 /// - `isEligibleForHandoff == false` keeps it off the network entirely.
 /// - `requiredUserInfoKeys` must all be present in `userInfo` when it is offered.
+/// - With `supportsContinuationStreams`, the app that continues it may open a
+///   byte stream back: `awaitContinuationStream()` returns it here.
 public final class UserActivity: @unchecked Sendable {
     // @unchecked Sendable: every stored property is read and written under `lock`.
     private let lock = NSLock()
@@ -20,6 +22,8 @@ public final class UserActivity: @unchecked Sendable {
     private var _isCurrent = false
     private var _invalidated = false
     private var refreshScheduled = false
+    /// The sequence the daemon gave the latest publish (0: not published).
+    private var _sequence: UInt64 = 0
 
     public var isEligibleForHandoff = true
     public var requiredUserInfoKeys: Set<String> = []
@@ -65,6 +69,11 @@ public final class UserActivity: @unchecked Sendable {
         set { locked { _activity.expiresAtMillis = newValue.map { UInt64(max(0, $0.timeIntervalSince1970 * 1000)) } } }
     }
     public var isCurrent: Bool { locked { _isCurrent } }
+    /// Lets the continuing app open a stream to this one (Apple: `supportsContinuationStreams`).
+    public var supportsContinuationStreams: Bool {
+        get { locked { _activity.supportsContinuationStreams } }
+        set { locked { _activity.supportsContinuationStreams = newValue } }
+    }
 
     /// Marks the activity stale. While it is current, `willSave` runs and the
     /// refreshed activity is offered again shortly after.
@@ -135,6 +144,42 @@ public final class UserActivity: @unchecked Sendable {
             throw HandoffError(.invalidActivity, "userInfo lacks the required keys \(missing.sorted().joined(separator: ", ")).",
                                fix: "Fill them in willSave, or remove them from requiredUserInfoKeys.")
         }
-        try client.publish(activity)
+        let receipt = try client.publish(activity)
+        if let sequence = receipt["sequence"]?.integerValue { locked { _sequence = UInt64(clamping: sequence) } }
+    }
+
+    // MARK: - Continuation streams
+
+    /// Blocks until the app that continued this activity opens a stream to it
+    /// (Apple: `userActivity(_:didReceive:outputStream:)`), and returns it. A
+    /// republish (after `needsSave`) keeps the wait going for the new offer; a
+    /// resign, invalidate or expiry ends it with `not-current`.
+    public func awaitContinuationStream() throws(HandoffError) -> ContinuationStream {
+        while true {
+            let (sequence, streams, current) = locked { (_sequence, _activity.supportsContinuationStreams, _isCurrent) }
+            guard streams else {
+                throw HandoffError(.invalidRequest, "This activity does not support continuation streams.",
+                                   fix: "Set supportsContinuationStreams before becomeCurrent().")
+            }
+            guard current, sequence != 0 else {
+                throw HandoffError(.notCurrent, "This activity is not current, so no stream can reach it.", fix: "Call becomeCurrent() first.")
+            }
+            do {
+                return try ContinuationStream.request(socketPath: client.socketPath, op: "awaitStream",
+                                                      ["sequence": .integer(Int64(clamping: sequence))])
+            } catch where error.code == .notCurrent && locked({ _isCurrent && _sequence != sequence }) {
+                continue
+            }
+        }
+    }
+
+    /// Calls `handler` on a thread of its own with each stream opened to this
+    /// activity, for as long as it stays current.
+    public func acceptContinuationStreams(_ handler: @escaping @Sendable (ContinuationStream) -> Void) {
+        let thread = Thread { [self] in
+            while let stream = try? awaitContinuationStream() { handler(stream) }
+        }
+        thread.name = "handoffkit streams"
+        thread.start()
     }
 }
