@@ -155,6 +155,7 @@ public final class UserActivity: @unchecked Sendable {
     /// republish (after `needsSave`) keeps the wait going for the new offer; a
     /// resign, invalidate or expiry ends it with `not-current`.
     public func awaitContinuationStream() throws(HandoffError) -> ContinuationStream {
+        var unchanged = 0
         while true {
             let (sequence, streams, current) = locked { (_sequence, _activity.supportsContinuationStreams, _isCurrent) }
             guard streams else {
@@ -167,17 +168,31 @@ public final class UserActivity: @unchecked Sendable {
             do {
                 return try ContinuationStream.request(socketPath: client.socketPath, op: "awaitStream",
                                                       ["sequence": .integer(Int64(clamping: sequence))])
-            } catch where error.code == .notCurrent && locked({ _isCurrent && _sequence != sequence }) {
-                continue
+            } catch where error.code == .notCurrent && locked({ _isCurrent }) {
+                // The daemon may end the wait just before a republish returns its new sequence: give it a moment.
+                if locked({ _sequence == sequence }) {
+                    unchanged += 1
+                    guard unchanged < Self.republishWaits else { throw error }
+                    Thread.sleep(forTimeInterval: 0.05)
+                } else {
+                    unchanged = 0
+                }
             }
         }
     }
 
-    /// Calls `handler` on a thread of its own with each stream opened to this
-    /// activity, for as long as it stays current.
+    /// How many times (50 ms apart) a wait ended by `not-current` looks for a republish before giving up.
+    static let republishWaits = 20
+
+    /// Calls `handler`, on a new thread per stream, with each stream opened to
+    /// this activity, for as long as it stays current.
     public func acceptContinuationStreams(_ handler: @escaping @Sendable (ContinuationStream) -> Void) {
         let thread = Thread { [self] in
-            while let stream = try? awaitContinuationStream() { handler(stream) }
+            while let stream = try? awaitContinuationStream() {
+                let worker = Thread { handler(stream) }
+                worker.name = "handoffkit stream"
+                worker.start()
+            }
         }
         thread.name = "handoffkit streams"
         thread.start()
