@@ -67,7 +67,10 @@ import Testing
 
     @Test func recordLengthsAreCheckedBeforeAnythingIsRead() throws {
         func length(_ bytes: [UInt8]) throws(WireError) -> Int {
-            try bytes.withUnsafeBytes { (raw) throws(WireError) in try ContinuationStreamFrame.sealedLength(prefix: raw) }
+            let raw = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 1)
+            defer { raw.deallocate() }
+            raw.copyBytes(from: bytes)
+            return try ContinuationStreamFrame.sealedLength(prefix: UnsafeRawBufferPointer(raw))
         }
         #expect(try length(hex("00000011")) == 17)
         #expect(try length(hex("00040011")) == ContinuationStreamFrame.maximumRecordBytes)
