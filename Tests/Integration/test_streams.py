@@ -11,17 +11,19 @@ Needs root: it creates network namespaces through Scripts/lab."""
 import json
 import os
 import socket
+import subprocess
 import sys
 import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import lab, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
+from harness import LAB, lab, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
 
 ARGS = ["--announce-interval", "1", "--peer-ttl", "4", "--transfer-timeout", "3", "--log-level", "debug"]
 LAB_DIR = os.environ.get("HANDOFF_LAB_DIR", "/tmp/handoff-lab")
 TYPE = "org.example.streams.document"
+READER_TYPE = "org.example.handoff-reader.document"
 
 
 class Local:
@@ -219,6 +221,33 @@ class Streams(unittest.TestCase):
         reply = call("laptop-b", "openStream", peer="laptop-a", sequence=sequence)
         self.assertFalse(reply["ok"])
         self.assertEqual(reply["error"]["code"], "not-current")
+
+    def test_7_the_reader_gets_the_unsaved_text_over_a_stream(self):
+        log_b = os.path.join(LAB_DIR, "laptop-b", "reader-stream.log")
+        readers = [subprocess.Popen([LAB, "exec", "laptop-b", "handoff-reader", "--log", log_b, "--exit-after", "1"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+        try:
+            wait_until("b's reader to declare", lambda: any(a["running"] for a in peer_json("laptop-b", "apps")))
+            readers.append(subprocess.Popen([LAB, "exec", "laptop-a", "handoff-reader", "ch3.txt:12", "--unsaved", "draft: the third paragraph, rewritten"],
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            wait_until("b to list a's reader", lambda: (o := offer_of("laptop-b", "laptop-a")) and o["type"] == READER_TYPE, timeout=15)
+            self.assertTrue(peer_json("laptop-b", "accept", "laptop-a")["supportsContinuationStreams"])
+            lines = wait_until("b's reader to get the text", lambda: [l for l in read(log_b) if l.startswith(("unsaved text", "no unsaved"))])
+            self.assertEqual(lines, ["unsaved text (37 bytes) from the stream: draft: the third paragraph, rewritten"])
+        finally:
+            for process in readers:
+                process.terminate()
+                process.wait(10)
+            subprocess.run([LAB, "exec", "laptop-a", "pkill", "-f", "handoff-reader"], capture_output=True)
+            subprocess.run([LAB, "exec", "laptop-b", "pkill", "-f", "handoff-reader"], capture_output=True)
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read().splitlines()
+    except FileNotFoundError:
+        return []
 
 
 if __name__ == "__main__":
