@@ -1,5 +1,5 @@
 /// A continuation stream on the wire (Docs/PROTOCOL.md, "Continuation
-/// streams"): after a handshake with purpose 3, each direction is a
+/// stream"): after a handshake with purpose 3, each direction is a
 /// secretstream of records `u32 BE length || ciphertext`. The first record each
 /// way is a control message (tag PUSH): the continuing host's `open`, the
 /// originating host's `accepted` or `refused`. Then come data records (tag

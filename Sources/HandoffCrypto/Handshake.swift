@@ -35,7 +35,7 @@ public enum Handshake {
     public enum Purpose: UInt8, Sendable {
         case fetch = 1
         case pair = 2
-        /// A continuation stream between two apps, after a continuation (Docs/PROTOCOL.md, "Continuation streams").
+        /// A continuation stream between two apps, after a continuation (Docs/PROTOCOL.md, "Continuation stream").
         case stream = 3
 
         /// The hello version that carries this purpose.

@@ -4,7 +4,7 @@ import HandoffCore
 import HandoffCrypto
 import HandoffTransport
 
-// Continuation streams (Docs/APPS.md, Docs/PROTOCOL.md "Continuation streams"):
+// Continuation streams (Docs/APPS.md, Docs/PROTOCOL.md "Continuation stream"):
 // after a continuation, the app on the continuing host (B) and the app that
 // published the activity (A) get one encrypted byte stream between them.
 // A's app waits on a local connection (`awaitStream`); B's app asks for the
@@ -15,14 +15,12 @@ import HandoffTransport
 /// The apps on this host waiting for a stream to their current activity.
 struct ContinuationStreams {
     struct Waiter {
-        let id: Int
         let sequence: UInt64
         let connection: StreamConnection
         let continuation: CheckedContinuation<Result<StreamRelay, HandoffError>, Never>
     }
 
     var waiters: [Waiter] = []
-    var nextID = 0
     /// A waiter whose app quit unnoticed holds a thread until the activity changes; this bounds them.
     static let maximumWaiters = 16
 }
@@ -52,10 +50,8 @@ extension Daemon {
             oldest.continuation.resume(returning: .failure(HandoffError(.notCurrent, "Too many apps wait for continuation streams here; this wait was the oldest.",
                                                                         fix: "Wait again if the app still wants a stream.")))
         }
-        streams.nextID += 1
-        let id = streams.nextID
         let outcome = await withCheckedContinuation { continuation in
-            streams.waiters.append(.init(id: id, sequence: sequence, connection: connection, continuation: continuation))
+            streams.waiters.append(.init(sequence: sequence, connection: connection, continuation: continuation))
         }
         let relay = try outcome.get()
         StreamRelay.handOver(relay, on: connection)
