@@ -1,6 +1,8 @@
 // handoff-reader: a terminal reader that hands off the open file and the line
 // it shows, and continues what another host hands it in the window that
-// already shows that file. An example of HandoffKit end to end.
+// already shows that file. With --unsaved, the offered window has unsaved
+// edits: the reader that continues it gets them over a continuation stream.
+// An example of HandoffKit end to end.
 import Foundation
 import HandoffCore
 import HandoffKit
@@ -19,6 +21,7 @@ let spec = CommandSpec(
         .init("after", value: "SECONDS", help: "Delay for --scroll-to and --finally (default 1)."),
         .init("finally", value: "ACTION", help: "resign or invalidate the offered activity after the delay."),
         .init("exit-after", value: "N", help: "Exit after N continuations (default: run until stopped)."),
+        .init("unsaved", value: "TEXT", help: "The offered window has unsaved edits TEXT: a reader that continues it gets them over a continuation stream."),
     ])
 
 let arguments: ParsedArguments
@@ -60,9 +63,11 @@ final class Reader: ContinuationHandler, @unchecked Sendable {
     private var windows: [Window] = []
     private var continued = 0
     let exitAfter: Int?
+    let socketPath: String?
 
-    init(files: [String], exitAfter: Int?) {
+    init(files: [String], exitAfter: Int?, socketPath: String?) {
         self.exitAfter = exitAfter
+        self.socketPath = socketPath
         for file in files { _ = open(file) }
     }
 
@@ -103,7 +108,20 @@ final class Reader: ContinuationHandler, @unchecked Sendable {
         case .none:
             say("continue \(activity.targetContentIdentifier ?? file): no window can show it")
         }
+        if activity.supportsContinuationStreams { receiveUnsavedText(of: activity) }
         finishedOne()
+    }
+
+    /// The other reader's unsaved edits come over the stream, not in userInfo: they may be large.
+    private func receiveUnsavedText(of activity: Activity) {
+        do throws(HandoffError) {
+            let stream = try activity.openContinuationStream(socketPath: socketPath)
+            defer { stream.close() }
+            let bytes = try stream.readToEnd(limit: 16 * 1024 * 1024)
+            say("unsaved text (\(bytes.count) bytes) from the stream: \(String(decoding: bytes, as: UTF8.self))")
+        } catch {
+            say("no unsaved text: \(error.code.rawValue): \(error.message)")
+        }
     }
 
     func didFailToContinue(activityType: String, error: HandoffError) {
@@ -122,7 +140,7 @@ final class Reader: ContinuationHandler, @unchecked Sendable {
 
 do throws(HandoffError) {
     let socket = arguments.value("socket")
-    let reader = Reader(files: arguments.positionals, exitAfter: arguments.value("exit-after").flatMap(Int.init))
+    let reader = Reader(files: arguments.positionals, exitAfter: arguments.value("exit-after").flatMap(Int.init), socketPath: socket)
     let app = try HandoffApp(name: "Handoff Reader", types: [activityType], socketPath: socket)
     app.run(handler: reader)
 
@@ -141,9 +159,26 @@ do throws(HandoffError) {
             activity.userInfo = ["file": .string(window.file), "line": .integer(Int64(current.withLock { $0 }))]
         }
         activity.onError = { say("error: \($0.message)") }
+        let unsaved = arguments.value("unsaved")
+        activity.supportsContinuationStreams = unsaved != nil
         activity.needsSave = true
         try activity.becomeCurrent()
         say("offering \(window.contentID) at line \(window.line)")
+        if let unsaved {
+            // Whoever continues this window gets the edits, then end of stream.
+            activity.acceptContinuationStreams { stream in
+                do throws(HandoffError) {
+                    try stream.write(Array(unsaved.utf8))
+                    stream.closeWrite()
+                    // Wait for the other side to finish reading and close.
+                    _ = try stream.read()
+                    say("sent \(unsaved.utf8.count) bytes of unsaved text over a continuation stream")
+                } catch {
+                    say("stream error: \(error.message)")
+                }
+                stream.close()
+            }
+        }
         let delay = Double(arguments.value("after") ?? "1") ?? 1
         if let line = arguments.value("scroll-to").flatMap(Int.init) {
             Thread.sleep(forTimeInterval: delay)

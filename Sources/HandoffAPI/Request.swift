@@ -25,6 +25,7 @@ public enum Op: String, CaseIterable, Sendable {
     case hello, publish, becomeCurrent, resign, invalidate, list, accept, decline, status, id
     case pair, pairListen, pairConfirm, pairable, devices, untrust, enable, disable, doctor
     case declare, declarations, subscribe
+    case awaitStream, openStream
 }
 
 /// One request, typed. `Request.decode` is the only reader of request JSON and
@@ -47,6 +48,11 @@ public enum Request: Equatable, Sendable {
     case declare(app: String, types: [String], desktopID: String?, payloads: Bool)
     case declarations
     case subscribe(payloads: Bool)
+    /// On a connection of its own: wait for a continuation stream to the current activity;
+    /// after the success reply the connection carries the stream's raw bytes.
+    case awaitStream(sequence: UInt64)
+    /// On a connection of its own: open a continuation stream to the app that offered `sequence`.
+    case openStream(peer: String?, sequence: UInt64)
 
     public enum PublishBody: Equatable, Sendable {
         case json(Activity)
@@ -78,6 +84,8 @@ public enum Request: Equatable, Sendable {
         case .declare: .declare
         case .declarations: .declarations
         case .subscribe: .subscribe
+        case .awaitStream: .awaitStream
+        case .openStream: .openStream
         }
     }
 
@@ -158,6 +166,16 @@ public enum Request: Equatable, Sendable {
                             payloads: try fields.bool("payloads", default: false))
         case .declarations: return .declarations
         case .subscribe: return .subscribe(payloads: try fields.bool("payloads", default: false))
+        case .awaitStream:
+            guard let sequence = fields["sequence"]?.integerValue, sequence >= 0 else {
+                throw .invalidRequest("awaitStream needs \"sequence\": the sequence publish returned for the activity.")
+            }
+            return .awaitStream(sequence: UInt64(sequence))
+        case .openStream:
+            guard let sequence = fields["sequence"]?.integerValue, sequence >= 0 else {
+                throw .invalidRequest("openStream needs \"sequence\": the continued activity's sequence.")
+            }
+            return .openStream(peer: try fields.optionalString("peer"), sequence: UInt64(sequence))
         }
     }
 
@@ -194,6 +212,10 @@ public enum Request: Equatable, Sendable {
             if payloads { fields["payloads"] = true }
         case let .subscribe(payloads):
             if payloads { fields["payloads"] = true }
+        case let .awaitStream(sequence): fields["sequence"] = .integer(Int64(clamping: sequence))
+        case let .openStream(peer, sequence):
+            fields.put("peer", peer.map { .string($0) })
+            fields["sequence"] = .integer(Int64(clamping: sequence))
         }
         return .object(fields)
     }

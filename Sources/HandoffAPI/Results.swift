@@ -9,6 +9,7 @@ public struct ActivityFields: JSONCodable {
     public var webpageURL: String?
     public var expiresAtMillis: UInt64?
     public var sequence: UInt64
+    public var supportsContinuationStreams: Bool
 
     public init(_ activity: Activity) {
         type = activity.type
@@ -17,6 +18,7 @@ public struct ActivityFields: JSONCodable {
         webpageURL = activity.webpageURL
         expiresAtMillis = activity.expiresAtMillis
         sequence = activity.sequence
+        supportsContinuationStreams = activity.supportsContinuationStreams
     }
 
     /// From a payload's scan (the receiver never builds the userInfo).
@@ -27,6 +29,7 @@ public struct ActivityFields: JSONCodable {
         webpageURL = header.webpageURL
         expiresAtMillis = header.expiresAtMillis
         sequence = header.sequence
+        supportsContinuationStreams = header.supportsContinuationStreams
     }
 
     public init(fields: Fields) throws(HandoffError) {
@@ -36,6 +39,7 @@ public struct ActivityFields: JSONCodable {
         webpageURL = try fields.optionalString("webpageURL")
         expiresAtMillis = try fields.optionalInteger("expiresAtMillis").map { UInt64(clamping: $0) }
         sequence = UInt64(clamping: try fields.integer("sequence"))
+        supportsContinuationStreams = try fields.bool("supportsContinuationStreams", default: false)
     }
 
     public var json: JSONValue {
@@ -43,6 +47,7 @@ public struct ActivityFields: JSONCodable {
         fields.put("targetContentIdentifier", targetContentIdentifier.map { .string($0) })
         fields.put("webpageURL", webpageURL.map { .string($0) })
         fields.put("expiresAtMillis", expiresAtMillis.map { .integer(Int64(clamping: $0)) })
+        if supportsContinuationStreams { fields["supportsContinuationStreams"] = true }
         return .object(fields)
     }
 }

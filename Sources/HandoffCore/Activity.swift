@@ -13,10 +13,12 @@ public struct Activity: Equatable, Sendable {
     public var expiresAtMillis: UInt64?
     /// Bumped by the daemon on every publish; receivers refuse anything not newer.
     public var sequence: UInt64
+    /// The continuing app may open a byte stream back to this app (Docs/APPS.md, "Continuation streams").
+    public var supportsContinuationStreams: Bool
 
     public init(type: String, title: String, userInfo: [String: PropertyListValue] = [:],
                 targetContentIdentifier: String? = nil, webpageURL: String? = nil,
-                expiresAtMillis: UInt64? = nil, sequence: UInt64 = 0) {
+                expiresAtMillis: UInt64? = nil, sequence: UInt64 = 0, supportsContinuationStreams: Bool = false) {
         self.type = type
         self.title = title
         self.userInfo = userInfo
@@ -24,6 +26,7 @@ public struct Activity: Equatable, Sendable {
         self.webpageURL = webpageURL
         self.expiresAtMillis = expiresAtMillis
         self.sequence = sequence
+        self.supportsContinuationStreams = supportsContinuationStreams
     }
 }
 
@@ -133,6 +136,8 @@ extension Activity {
         static let contentIdentifier: UInt8 = 0x01
         static let webpageURL: UInt8 = 0x02
         static let expiration: UInt8 = 0x04
+        static let continuationStreams: UInt8 = 0x08
+        static let known = contentIdentifier | webpageURL | expiration | continuationStreams
     }
 
     /// The bytes fetched after accept; their BLAKE2b digest is in the signed summary.
@@ -147,6 +152,7 @@ extension Activity {
         if targetContentIdentifier != nil { flags |= Flag.contentIdentifier }
         if webpageURL != nil { flags |= Flag.webpageURL }
         if expiresAtMillis != nil { flags |= Flag.expiration }
+        if supportsContinuationStreams { flags |= Flag.continuationStreams }
         writer.write(flags)
         if let targetContentIdentifier {
             writer.write(UInt16(targetContentIdentifier.utf8.count))
@@ -176,7 +182,7 @@ extension Activity {
             let type = try reader.readUTF8(Int(try reader.readUInt8()))
             let title = try reader.readUTF8(Int(try reader.readUInt16BE()))
             let flags = try reader.readUInt8()
-            guard flags & ~(Flag.contentIdentifier | Flag.webpageURL | Flag.expiration) == 0 else {
+            guard flags & ~Flag.known == 0 else {
                 throw WireError.invalidValue("unknown payload flags")
             }
             let contentIdentifier = flags & Flag.contentIdentifier != 0
@@ -190,7 +196,8 @@ extension Activity {
             }
             try reader.expectEnd()
             self.init(type: type, title: title, userInfo: userInfo, targetContentIdentifier: contentIdentifier,
-                      webpageURL: url, expiresAtMillis: expiration, sequence: sequence)
+                      webpageURL: url, expiresAtMillis: expiration, sequence: sequence,
+                      supportsContinuationStreams: flags & Flag.continuationStreams != 0)
         } catch let error as WireError {
             throw .payloadInvalid(error.description)
         } catch {
@@ -215,6 +222,7 @@ public struct ActivityHeader: Equatable, Sendable {
     public var webpageURL: String?
     public var expiresAtMillis: UInt64?
     public var sequence: UInt64
+    public var supportsContinuationStreams: Bool = false
     /// Where the encoded userInfo starts in the payload, and its size.
     public var userInfoOffset: Int
     public var userInfoBytes: Int
@@ -237,7 +245,7 @@ extension Activity {
             let type = try cursor.readUTF8(Int(try cursor.readUInt8()))
             let title = try cursor.readUTF8(Int(try cursor.readUInt16BE()))
             let flags = try cursor.readUInt8()
-            guard flags & ~(Flag.contentIdentifier | Flag.webpageURL | Flag.expiration) == 0 else {
+            guard flags & ~Flag.known == 0 else {
                 throw WireError.invalidValue("unknown payload flags")
             }
             let contentIdentifier = flags & Flag.contentIdentifier != 0
@@ -252,6 +260,7 @@ extension Activity {
             try cursor.expectEnd()
             header = ActivityHeader(type: type, title: title, targetContentIdentifier: contentIdentifier, webpageURL: url,
                                     expiresAtMillis: expiration, sequence: sequence,
+                                    supportsContinuationStreams: flags & Flag.continuationStreams != 0,
                                     userInfoOffset: userInfoStart, userInfoBytes: payload.count - userInfoStart)
         } catch let error as WireError {
             throw .payloadInvalid(error.description)
@@ -436,6 +445,8 @@ extension Activity {
         if let targetContentIdentifier { fields["targetContentIdentifier"] = .string(targetContentIdentifier) }
         if let webpageURL { fields["webpageURL"] = .string(webpageURL) }
         if let expiresAtMillis { fields["expiresAtMillis"] = .integer(Int64(clamping: expiresAtMillis)) }
+        // Only when set, so activities without streams read as before.
+        if supportsContinuationStreams { fields["supportsContinuationStreams"] = true }
         return .object(fields)
     }
 
@@ -444,7 +455,8 @@ extension Activity {
         guard let fields = json.objectValue else {
             throw .invalidActivity("The activity must be a JSON object.", fix: "See Docs/LOCAL-API.md, 'publish'.")
         }
-        let known: Set = ["type", "title", "userInfo", "targetContentIdentifier", "webpageURL", "expiresAtMillis", "sequence"]
+        let known: Set = ["type", "title", "userInfo", "targetContentIdentifier", "webpageURL", "expiresAtMillis", "sequence",
+                          "supportsContinuationStreams"]
         if let unknown = fields.keys.sorted().first(where: { !known.contains($0) }) {
             throw .invalidActivity("The activity has an unknown field '\(unknown)'.", fix: "Remove it; known fields: \(known.sorted().joined(separator: ", ")).")
         }
@@ -466,11 +478,19 @@ extension Activity {
             }
             expiration = UInt64(millis)
         }
+        var streams = false
+        if let value = fields["supportsContinuationStreams"], value != .null {
+            guard let flag = value.boolValue else {
+                throw .invalidActivity("supportsContinuationStreams must be true or false.", fix: "Give a JSON boolean.")
+            }
+            streams = flag
+        }
         self.init(type: type, title: title, userInfo: userInfo,
                   targetContentIdentifier: try Self.optionalString(fields, "targetContentIdentifier"),
                   webpageURL: try Self.optionalString(fields, "webpageURL"),
                   expiresAtMillis: expiration,
-                  sequence: UInt64(clamping: fields["sequence"]?.integerValue ?? 0))
+                  sequence: UInt64(clamping: fields["sequence"]?.integerValue ?? 0),
+                  supportsContinuationStreams: streams)
     }
 
     private static func optionalString(_ fields: [String: JSONValue], _ key: String) throws(HandoffError) -> String? {

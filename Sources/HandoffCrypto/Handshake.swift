@@ -16,9 +16,14 @@ import HandoffCore
 /// differs on every connection. A server that finds no pair for the hint
 /// answers with a refusal that names nobody. Pairing (purpose 2) has no pair
 /// key yet: its hint is zeros and its PSK is 32 zero bytes, and the server
-/// answers it only while its user has pairing open.
+/// answers it only while its user has pairing open. A continuation stream
+/// (purpose 3) is keyed like a fetch; its hello says version 4, so a host that
+/// predates streams refuses it by version, with a message, instead of failing
+/// on the purpose (fetch and pairing hellos stay version 3).
 public enum Handshake {
     public static let version: UInt8 = 3
+    /// The hello version of purposes added after version 3 (a stream).
+    public static let streamVersion: UInt8 = 4
     public static let hintBytes = 16
     public static let helloBytes = 2 + X25519.keyBytes + hintBytes
     static let sealedIdentityBytes = DeviceKey.byteCount + SignatureSize.ed25519 + AEAD.tagBytes
@@ -30,6 +35,13 @@ public enum Handshake {
     public enum Purpose: UInt8, Sendable {
         case fetch = 1
         case pair = 2
+        /// A continuation stream between two apps, after a continuation (Docs/PROTOCOL.md, "Continuation stream").
+        case stream = 3
+
+        /// The hello version that carries this purpose.
+        public var helloVersion: UInt8 { self == .stream ? Handshake.streamVersion : Handshake.version }
+        /// Keyed by the pair (the hint names a paired device); pairing has no pair key yet.
+        public var needsPairSecrets: Bool { self != .pair }
     }
 
     /// What a completed handshake gives both sides.
@@ -52,11 +64,13 @@ public enum Handshake {
         let bytes: [UInt8]
 
         public init(_ bytes: [UInt8]) throws(HandoffError) {
-            guard let first = bytes.first, first == Handshake.version else {
+            guard let first = bytes.first, first == Handshake.version || first == Handshake.streamVersion else {
                 throw unsupported(bytes.first)
             }
             guard bytes.count == helloBytes else { throw failure("the hello has the wrong size") }
-            guard let purpose = Purpose(rawValue: bytes[1]) else { throw failure("unknown purpose \(bytes[1])") }
+            guard let purpose = Purpose(rawValue: bytes[1]), purpose.helloVersion == first else {
+                throw failure("unknown purpose \(bytes[1]) in a version \(first) hello")
+            }
             self.purpose = purpose
             ephemeral = Array(bytes[2..<(2 + X25519.keyBytes)])
             hint = Array(bytes[(2 + X25519.keyBytes)...])
@@ -65,12 +79,12 @@ public enum Handshake {
 
         /// Whether the client made this hello with `secrets`, i.e. is the other device of that pair.
         public func isFrom(_ secrets: PairSecrets) -> Bool {
-            purpose == .fetch && constantTimeEqual(hint, Handshake.hint(hintKey: secrets.handshakeHintKey, purpose: purpose, ephemeral: ephemeral))
+            purpose.needsPairSecrets && constantTimeEqual(hint, Handshake.hint(hintKey: secrets.handshakeHintKey, purpose: purpose, ephemeral: ephemeral))
         }
     }
 
     public static func unsupported(_ version: UInt8?) -> HandoffError {
-        HandoffError(.invalidRequest, "The peer speaks handshake version \(version.map(String.init) ?? "none"); this host speaks \(Handshake.version).",
+        HandoffError(.invalidRequest, "The peer speaks handshake version \(version.map(String.init) ?? "none"); this host speaks \(Handshake.version) and \(Handshake.streamVersion).",
                      fix: "Install the same handoff version on both hosts.")
     }
 
@@ -124,7 +138,7 @@ public enum Handshake {
     static let transcriptContext = Array("handoff/handshake/v3".utf8)
     static let handshakeKeyContext = Array("handoff/hs-key/v3".utf8)
 
-    /// The side that connects. A fetch needs the pair's secrets; pairing has none.
+    /// The side that connects. A fetch or a stream needs the pair's secrets; pairing has none.
     public final class Client: @unchecked Sendable {
         // @unchecked Sendable: driven by one thread, start to finish.
         let identity: Identity
@@ -134,14 +148,14 @@ public enum Handshake {
         public let hello: [UInt8]
 
         public init(identity: Identity, purpose: Purpose, secrets: PairSecrets?, ephemeral: EphemeralKey = EphemeralKey()) {
-            precondition((purpose == .fetch) == (secrets != nil), "a fetch needs the pair's secrets, pairing has none")
+            precondition(purpose.needsPairSecrets == (secrets != nil), "a fetch or stream needs the pair's secrets, pairing has none")
             self.identity = identity
             self.purpose = purpose
             self.ephemeral = ephemeral
             psk = secrets?.handshakePSK ?? Handshake.openPSK
             let hint = secrets.map { Handshake.hint(hintKey: $0.handshakeHintKey, purpose: purpose, ephemeral: ephemeral.publicKey) }
                 ?? [UInt8](repeating: 0, count: hintBytes)
-            hello = [Handshake.version, purpose.rawValue] + ephemeral.publicKey + hint
+            hello = [purpose.helloVersion, purpose.rawValue] + ephemeral.publicKey + hint
         }
 
         /// Checks the server's identity and returns the client's authentication message with the session.

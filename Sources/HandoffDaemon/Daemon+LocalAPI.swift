@@ -67,6 +67,8 @@ extension Daemon {
             }
             guard let reply else { continue }
             let bytes = JSONWriter.line(reply.json)
+            // After awaitStream or openStream succeeded, the connection carries the stream's bytes (Daemon+Streams).
+            if let relay = StreamRelay.claim(connection) { return relay.serveApp(reply: bytes) }
             // The payload stays mapped here until the kernel has passed its descriptor on.
             let sent = withExtendedLifetime(attached) {
                 (try? connection.write(bytes, passing: attached.map { [$0.descriptorForPassing] } ?? [])) != nil
@@ -150,6 +152,8 @@ extension Daemon {
             return plain(try declareRequest(app: app, types: types, desktopID: desktopID, payloads: payloads, connection: connection))
         case .declarations: return plain(["apps": .array(declarationList().map(\.json))])
         case let .untrust(peer): return plain(try untrustRequest(peer))
+        case let .awaitStream(sequence): return plain(try await awaitStream(sequence: sequence, connection: connection))
+        case let .openStream(peer, sequence): return plain(try await openStream(peer: peer, sequence: sequence, connection: connection))
         case let .subscribe(payloads):
             nextSubscriberID += 1
             let sink = EventSink(connection: connection, wantsPayloads: payloads)

@@ -22,6 +22,8 @@ extension Daemon {
                 try serveFetch(over: channel)
             case .pair:
                 try respondToPairing(over: channel)
+            case .stream:
+                try serveStream(over: channel)
             }
         } catch {
             log.info("transfer with \(connection.remote) ended: \(error.code.rawValue)")
@@ -34,7 +36,7 @@ extension Daemon {
     /// other device is pairing. Everyone else gets a refusal that names nothing.
     private nonisolated func decide(_ hello: Handshake.Hello) -> SecureChannel.Decision {
         switch hello.purpose {
-        case .fetch:
+        case .fetch, .stream:
             // Computing the hints happens here, on the connection's thread, not on the actor.
             let candidates = waitFor { await self.handshakeCandidates() }
             guard let match = candidates.first(where: { hello.isFrom($0.secrets) }) else {

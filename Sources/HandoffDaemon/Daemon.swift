@@ -20,7 +20,9 @@ public actor Daemon {
     var trust: TrustStore
     var settings: Settings
     var peers: PeerTable
-    var published: PublishedActivity?
+    var published: PublishedActivity? { didSet { continuationStreamsActivityChanged() } }
+    /// Apps waiting for a continuation stream (Daemon+Streams).
+    var streams = ContinuationStreams()
     /// The activity after `resign`, kept so `becomeCurrent` can offer it again.
     var resigned: Activity?
     var lastActivitySequence: UInt64 = 0

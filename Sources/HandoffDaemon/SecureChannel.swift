@@ -58,7 +58,7 @@ final class SecureChannel: FrameChannel {
         case .pair:
             return HandoffError(refusal.code, "\(peer) refused: \(refusal.message).",
                                 fix: "Run 'handoff-peer pair' on \(peer) first (it waits for this host), then pair again here.")
-        case .fetch:
+        case .fetch, .stream:
             return HandoffError(.network, "The host at \(peer)'s address did not recognise this device and did not identify itself (\(refusal.message)).",
                                 fix: "If it is \(peer) and it lost its pairing with this device, pair again; otherwise its address changed: wait for its next announcement and accept again.")
         }
@@ -352,5 +352,23 @@ private func typed<R>(_ body: () throws -> R) throws(HandoffError) -> R {
         throw error
     } catch {
         throw HandoffError(.internal, "\(error)", fix: "Report this as a bug.")
+    }
+}
+
+// MARK: - Raw records, for continuation streams (Daemon+Streams.swift frames them itself)
+
+extension SecureChannel {
+    /// Seals `plaintext` under `tag` as `u32 BE length || ciphertext` into `output`
+    /// (room for 4 + plaintext + overhead bytes); returns how many bytes it wrote.
+    func sealRecord(_ plaintext: UnsafeRawBufferPointer, tag: UInt8, into output: UnsafeMutableRawPointer) -> Int {
+        let sealedLength = plaintext.count + SecretStream.overheadBytes
+        output.storeBytes(of: UInt32(sealedLength).bigEndian, as: UInt32.self)
+        sender.push(plaintext, tag: tag, into: output + 4)
+        return 4 + sealedLength
+    }
+
+    /// Opens one record's ciphertext into `output` (room for ciphertext - overhead bytes); its tag, or nil if inauthentic.
+    func openRecord(_ ciphertext: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer) -> UInt8? {
+        receiver.pull(ciphertext, into: output)
     }
 }

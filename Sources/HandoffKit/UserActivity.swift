@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HandoffAPI
 import HandoffCore
 
 /// An activity an app offers to continue on another host, with
@@ -11,6 +12,8 @@ import HandoffCore
 ///   `targetContentIdentifier` (or any field) does not set `needsSave`.
 /// - `isEligibleForHandoff == false` keeps it off the network entirely.
 /// - `requiredUserInfoKeys` must all be present in `userInfo` when it is offered.
+/// - With `supportsContinuationStreams`, the app that continues it may open a
+///   byte stream back: `awaitContinuationStream()` returns it here.
 public final class UserActivity: @unchecked Sendable {
     // @unchecked Sendable: every stored property is read and written under `lock`.
     private let lock = NSLock()
@@ -20,6 +23,8 @@ public final class UserActivity: @unchecked Sendable {
     private var _isCurrent = false
     private var _invalidated = false
     private var refreshScheduled = false
+    /// The sequence the daemon gave the latest publish (0: not published).
+    private var _sequence: UInt64 = 0
 
     public var isEligibleForHandoff = true
     public var requiredUserInfoKeys: Set<String> = []
@@ -65,6 +70,11 @@ public final class UserActivity: @unchecked Sendable {
         set { locked { _activity.expiresAtMillis = newValue.map { UInt64(max(0, $0.timeIntervalSince1970 * 1000)) } } }
     }
     public var isCurrent: Bool { locked { _isCurrent } }
+    /// Lets the continuing app open a stream to this one (Apple: `supportsContinuationStreams`).
+    public var supportsContinuationStreams: Bool {
+        get { locked { _activity.supportsContinuationStreams } }
+        set { locked { _activity.supportsContinuationStreams = newValue } }
+    }
 
     /// Marks the activity stale. While it is current, `willSave` runs and the
     /// refreshed activity is offered again shortly after.
@@ -135,6 +145,56 @@ public final class UserActivity: @unchecked Sendable {
             throw HandoffError(.invalidActivity, "userInfo lacks the required keys \(missing.sorted().joined(separator: ", ")).",
                                fix: "Fill them in willSave, or remove them from requiredUserInfoKeys.")
         }
-        try client.publish(activity)
+        let receipt = try client.publish(activity)
+        locked { _sequence = UInt64(clamping: receipt.sequence) }
+    }
+
+    // MARK: - Continuation streams
+
+    /// Blocks until the app that continued this activity opens a stream to it
+    /// (Apple: `userActivity(_:didReceive:outputStream:)`), and returns it. A
+    /// republish (after `needsSave`) keeps the wait going for the new offer; a
+    /// resign, invalidate or expiry ends it with `not-current`.
+    public func awaitContinuationStream() throws(HandoffError) -> ContinuationStream {
+        var unchanged = 0
+        while true {
+            let (sequence, streams, current) = locked { (_sequence, _activity.supportsContinuationStreams, _isCurrent) }
+            guard streams else {
+                throw HandoffError(.invalidRequest, "This activity does not support continuation streams.",
+                                   fix: "Set supportsContinuationStreams before becomeCurrent().")
+            }
+            guard current, sequence != 0 else {
+                throw HandoffError(.notCurrent, "This activity is not current, so no stream can reach it.", fix: "Call becomeCurrent() first.")
+            }
+            do {
+                return try ContinuationStream.request(socketPath: client.socketPath, .awaitStream(sequence: sequence))
+            } catch where error.code == .notCurrent && locked({ _isCurrent }) {
+                // The daemon may end the wait just before a republish returns its new sequence: give it a moment.
+                if locked({ _sequence == sequence }) {
+                    unchanged += 1
+                    guard unchanged < Self.republishWaits else { throw error }
+                    Thread.sleep(forTimeInterval: 0.05)
+                } else {
+                    unchanged = 0
+                }
+            }
+        }
+    }
+
+    /// How many times (50 ms apart) a wait ended by `not-current` looks for a republish before giving up.
+    static let republishWaits = 20
+
+    /// Calls `handler`, on a new thread per stream, with each stream opened to
+    /// this activity, for as long as it stays current.
+    public func acceptContinuationStreams(_ handler: @escaping @Sendable (ContinuationStream) -> Void) {
+        let thread = Thread { [self] in
+            while let stream = try? awaitContinuationStream() {
+                let worker = Thread { handler(stream) }
+                worker.name = "handoffkit stream"
+                worker.start()
+            }
+        }
+        thread.name = "handoffkit streams"
+        thread.start()
     }
 }

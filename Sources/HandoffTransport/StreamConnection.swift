@@ -297,6 +297,35 @@ public final class StreamConnection: Sendable {
         }
     }
 
+    // MARK: Raw byte streams (continuation streams)
+
+    /// Reads into `buffer` what is already buffered, else what one recv brings
+    /// (blocking until something arrives); 0 at a clean end of stream. For bytes
+    /// relayed as they come, without a copy through the line buffer.
+    public func readSome(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
+        try readState.withLock { (state) throws(SystemError) -> Int in
+            if !state.buffer.isEmpty {
+                let count = min(buffer.count, state.buffer.count)
+                state.buffer.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+                state.buffer.removeFirst(count)
+                return count
+            }
+            guard !isClosed else { throw SystemError("recv", errno: ECONNRESET) }
+            return try systemCall("recv") { recv(fd, buffer.baseAddress, buffer.count, 0) }
+        }
+    }
+
+    /// Writes all of `bytes` (blocking while the peer's buffer is full).
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
+        try writeLock.withLock { _ throws(SystemError) in
+            guard !isClosed else { throw SystemError("send", errno: EPIPE) }
+            var sent = 0
+            while sent < bytes.count {
+                sent += try systemCall("send") { send(fd, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
+            }
+        }
+    }
+
     /// Stops further sends; the peer sees end of stream once it has read everything.
     public func shutdownWrite() {
         guard !isClosed else { return }

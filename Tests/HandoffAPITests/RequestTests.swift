@@ -18,6 +18,7 @@ let sampleRequests: [Request] = [
     .untrust(peer: "laptop-a"), .enable, .disable, .doctor(peer: nil), .doctor(peer: "laptop-a"),
     .declare(app: "Reader", types: ["org.example.reader"], desktopID: "reader.desktop", payloads: true),
     .declarations, .subscribe(payloads: false), .subscribe(payloads: true),
+    .awaitStream(sequence: 7), .openStream(peer: nil, sequence: 7), .openStream(peer: "laptop-a", sequence: 9),
 ]
 
 func line(_ json: JSONValue) -> [UInt8] { JSONWriter.line(json).dropLast() }

@@ -220,13 +220,24 @@ private func jsonError(_ json: JSONValue) -> HandoffError? {
     @Test func unknownFlagsThrow() {
         let flagsOffset = 1 + 1 + 27 + 2 + 9
         #expect(VectorInputs.payload[flagsOffset] == 0x07)
-        for flag: UInt8 in [0x08, 0x10, 0x80] {
+        for flag: UInt8 in [0x10, 0x20, 0x80] {
             var bytes = VectorInputs.payload
             bytes[flagsOffset] |= flag
             let failure = payloadError(bytes)
             #expect(failure?.code == .payloadInvalid)
             #expect(failure?.message.contains("unknown payload flags") == true)
         }
+    }
+
+    /// supportsContinuationStreams is flag 0x08 of the payload: the vector with it set.
+    @Test func continuationStreamsFlagRoundTrips() throws {
+        let flagsOffset = 1 + 1 + 27 + 2 + 9
+        var bytes = VectorInputs.payload
+        bytes[flagsOffset] |= 0x08
+        let activity = try Activity(payload: bytes)
+        #expect(activity.supportsContinuationStreams)
+        #expect(activity.encodedPayload() == bytes)
+        #expect(try Activity(payload: VectorInputs.payload).supportsContinuationStreams == false)
     }
 
     @Test func userInfoMustBeADictionary() {
@@ -315,6 +326,17 @@ private func jsonError(_ json: JSONValue) -> HandoffError? {
         let activity = try Activity(json: ["type": "a.b"])
         #expect(activity == Activity(type: "a.b", title: ""))
         #expect(activity.json == ["type": "a.b", "title": "", "userInfo": [:], "sequence": 0])
+    }
+
+    @Test func continuationStreamsField() throws {
+        let activity = try Activity(json: ["type": "a.b", "supportsContinuationStreams": true])
+        #expect(activity.supportsContinuationStreams)
+        #expect(activity.json == ["type": "a.b", "title": "", "userInfo": [:], "sequence": 0, "supportsContinuationStreams": true])
+        // false and null mean the same as absent, and absent stays absent in the JSON.
+        #expect(try Activity(json: ["type": "a.b", "supportsContinuationStreams": false]).json["supportsContinuationStreams"] == nil)
+        #expect(try Activity(json: ["type": "a.b", "supportsContinuationStreams": .null]).supportsContinuationStreams == false)
+        let error = #expect(throws: HandoffError.self) { try Activity(json: ["type": "a.b", "supportsContinuationStreams": "yes"]) }
+        #expect(error?.code == .invalidActivity)
     }
 
     @Test func nullOptionalStringsMeanAbsent() throws {

@@ -31,9 +31,9 @@ enum HandshakeVector {
 let pairSecretsAB = PairSecrets(pairKey: rfcIdentity().pairKey(with: rfcIdentity2().publicKey, agreementKey: rfcIdentity2().agreementKey)!)
 
 extension Handshake.Client {
-    /// A fetch under the A-B pair's secrets; pairing with none.
+    /// A fetch or stream under the A-B pair's secrets; pairing with none.
     convenience init(identity: Identity, purpose: Handshake.Purpose, ephemeral: EphemeralKey = EphemeralKey()) {
-        self.init(identity: identity, purpose: purpose, secrets: purpose == .fetch ? pairSecretsAB : nil, ephemeral: ephemeral)
+        self.init(identity: identity, purpose: purpose, secrets: purpose.needsPairSecrets ? pairSecretsAB : nil, ephemeral: ephemeral)
     }
 }
 
@@ -43,9 +43,9 @@ extension Handshake.Server {
     func receive(hello bytes: [UInt8]) throws(HandoffError) -> (purpose: Handshake.Purpose, serverHello: [UInt8]) {
         let hello = try Handshake.Hello(bytes)
         switch hello.purpose {
-        case .fetch:
+        case .fetch, .stream:
             guard hello.isFrom(pairSecretsAB) else { throw HandoffError(.trust, "not paired", fix: "") }
-            return (.fetch, try answer(hello, psk: pairSecretsAB.handshakePSK, expectedClient: nil))
+            return (hello.purpose, try answer(hello, psk: pairSecretsAB.handshakePSK, expectedClient: nil))
         case .pair:
             return (.pair, try answer(hello, psk: Handshake.openPSK, expectedClient: nil))
         }
@@ -89,12 +89,14 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
         #expect(client.exporterKey == server.exporterKey && client.exporterKey != client.sendKey)
     }
 
-    @Test(arguments: [Handshake.Purpose.fetch, .pair])
+    @Test(arguments: [Handshake.Purpose.fetch, .pair, .stream])
     func purposeIsCarried(_ purpose: Handshake.Purpose) throws {
         let (client, server, messages) = try handshake(client: beta, server: alpha, purpose: purpose)
         #expect(client.purpose == purpose)
         #expect(server.purpose == purpose)
         #expect(messages[0][1] == purpose.rawValue)
+        // Fetch and pairing hellos stay version 3: hosts that predate streams still answer them.
+        #expect(messages[0][0] == (purpose == .stream ? 4 : 3))
     }
 
     @Test func everyHandshakeHasFreshKeys() throws {
@@ -241,13 +243,13 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
         }
     }
 
-    @Test(arguments: [UInt8(0), 1, 2, 4, 0xFF])
+    @Test(arguments: [UInt8(0), 1, 2, 5, 0xFF])
     func otherVersionsFail(_ version: UInt8) {
         var hello = Handshake.Client(identity: beta, purpose: .fetch).hello
         hello[0] = version
         let error = #expect(throws: HandoffError.self) { try Handshake.Server(identity: alpha).receive(hello: hello) }
         #expect(error?.code == .invalidRequest)
-        #expect(error?.message == "The peer speaks handshake version \(version); this host speaks 3.")
+        #expect(error?.message == "The peer speaks handshake version \(version); this host speaks 3 and 4.")
     }
 
     @Test(arguments: [UInt8(0), 3, 0xFF])
@@ -255,6 +257,28 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
         var hello = Handshake.Client(identity: beta, purpose: .fetch).hello
         hello[1] = purpose
         expectHandshakeFailure("purpose \(purpose)") { () throws(HandoffError) in _ = try Handshake.Server(identity: alpha).receive(hello: hello) }
+    }
+
+    /// A purpose travels only in the hello version that has it: a stream in a
+    /// version 3 hello, or a fetch or pairing in a version 4 one, is refused.
+    @Test(arguments: [(UInt8(3), Handshake.Purpose.stream), (4, .fetch), (4, .pair)])
+    func purposeAndVersionMustMatch(_ version: UInt8, _ purpose: Handshake.Purpose) {
+        var hello = Handshake.Client(identity: beta, purpose: purpose).hello
+        hello[0] = version
+        expectHandshakeFailure("purpose \(purpose) in version \(version)") { () throws(HandoffError) in
+            _ = try Handshake.Server(identity: alpha).receive(hello: hello)
+        }
+    }
+
+    /// A fetch's hint does not open a stream: the hint binds the purpose.
+    @Test func theHintBindsThePurpose() throws {
+        let fetch = Handshake.Client(identity: beta, purpose: .fetch).hello
+        var asStream = fetch
+        asStream[0] = Handshake.streamVersion
+        asStream[1] = Handshake.Purpose.stream.rawValue
+        #expect(try Handshake.Hello(fetch).isFrom(pairSecretsAB))
+        #expect(!(try Handshake.Hello(asStream)).isFrom(pairSecretsAB))
+        #expect(try Handshake.Hello(Handshake.Client(identity: beta, purpose: .stream).hello).isFrom(pairSecretsAB))
     }
 
     @Test func lowOrderEphemeralKeysFail() throws {

@@ -24,8 +24,9 @@ private let secretsAB = pairSecrets(beta, alpha)
 /// What alpha's daemon decides for a hello, with beta as its only paired device.
 private func decideAB(_ hello: Handshake.Hello) -> SecureChannel.Decision {
     switch hello.purpose {
-    case .fetch where hello.isFrom(secretsAB): .answer(psk: secretsAB.handshakePSK, expectedClient: beta.publicKey)
-    case .fetch: .refuse(.init(code: .trust, message: "this device is not paired here"))
+    case .fetch where hello.isFrom(secretsAB), .stream where hello.isFrom(secretsAB):
+        .answer(psk: secretsAB.handshakePSK, expectedClient: beta.publicKey)
+    case .fetch, .stream: .refuse(.init(code: .trust, message: "this device is not paired here"))
     case .pair: .answer(psk: Handshake.openPSK, expectedClient: nil)
     }
 }
@@ -33,7 +34,7 @@ private func decideAB(_ hello: Handshake.Hello) -> SecureChannel.Decision {
 extension SecureChannel {
     /// The client side for the socket tests: a fetch under the alpha-beta secrets.
     static func connect(_ connection: StreamConnection, identity: Identity, purpose: Handshake.Purpose) throws(HandoffError) -> SecureChannel {
-        try connect(connection, identity: identity, purpose: purpose, secrets: purpose == .fetch ? secretsAB : nil)
+        try connect(connection, identity: identity, purpose: purpose, secrets: purpose.needsPairSecrets ? secretsAB : nil)
     }
 }
 

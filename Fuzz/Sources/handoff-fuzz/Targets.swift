@@ -22,6 +22,8 @@ enum Targets {
         "datagram": datagram,
         // The transfer socket's frames.
         "transfer-frame": transferFrame,
+        // Continuation streams: control messages, record lengths, the order of records.
+        "stream-control": streamControl,
         // mDNS TXT records, device ids and content identifiers typed or received.
         "service-record": serviceRecord,
         "identifiers": identifiers,
@@ -149,6 +151,26 @@ enum Targets {
             check(offset > 0 && Int(offset) + rest.count <= TransferFrame.maximumBodyBytes, "a resumed payload stays inside the limit")
         default:
             break
+        }
+    }
+
+    static func streamControl(_ bytes: [UInt8]) {
+        if let frame = try? ContinuationStreamFrame(bytes) {
+            check(frame.encoded() == bytes, "one encoding per stream control message")
+        }
+        if let length = bytes.withUnsafeBytes({ try? ContinuationStreamFrame.sealedLength(prefix: $0) }) {
+            check(length >= ContinuationStreamFrame.sealOverheadBytes && length <= ContinuationStreamFrame.maximumRecordBytes,
+                  "a record length is bounded before anything is read")
+        }
+        // The bytes as a sequence of (tag, size) records: the receiver's state only moves forward.
+        var inbound = StreamInbound()
+        for pair in stride(from: 0, to: bytes.count - 1, by: 2) {
+            let before = inbound.state
+            if (try? inbound.received(tag: bytes[pair] & 3, plaintextBytes: Int(bytes[pair + 1]))) == nil {
+                check(inbound.state == before, "a refused record changes nothing")
+                return
+            }
+            check(inbound.state != .control, "after a record the stream is past its control message")
         }
     }
 
