@@ -12,6 +12,8 @@ struct PendingDelivery {
     var type: String
     var events: [JSONValue]
     var waiter: CheckedContinuation<Result<ObjectIdentifier, HandoffError>, Never>
+    /// The bound's deadline, cancelled once the app took it or failed.
+    var deadline: EventExecutor.Deadline?
 }
 
 // Handing a fetched activity to where it continues: an app that was not
@@ -105,10 +107,11 @@ extension Daemon {
         }
         let bound = Self.launchWaitMillis
         return await withCheckedContinuation { waiter in
-            pendingDeliveries.append(PendingDelivery(id: acceptID, app: app, desktopID: desktopID, type: type, events: events, waiter: waiter))
-            EventExecutor.shared.after(millis: bound) { Task { await self.endPending(acceptID, HandoffError(
+            var pending = PendingDelivery(id: acceptID, app: app, desktopID: desktopID, type: type, events: events, waiter: waiter)
+            pending.deadline = EventExecutor.shared.after(millis: bound) { Task { await self.endPending(acceptID, HandoffError(
                     .app, "\(app) was started to continue \(type) but did not take it within \(bound / 1000) s: it did not start, or it does not declare \(type) when it runs.",
                     fix: "Start \(app) by hand and accept again; if it never continues \(type), its .desktop file (\(desktopID)) declares a type the app does not.")) } }
+            pendingDeliveries.append(pending)
         }
     }
 
@@ -123,6 +126,7 @@ extension Daemon {
         guard let index = pendingDeliveries.firstIndex(where: { $0.id == id }) else { return }
         let pending = pendingDeliveries.remove(at: index)
         log.info("app \(pending.app) did not take the continuation of \(pending.type): \(error.code.rawValue)")
+        pending.deadline.map(EventExecutor.shared.cancel)
         pending.waiter.resume(returning: .failure(error))
     }
 
@@ -146,6 +150,7 @@ extension Daemon {
                 fields["deliverTo"] = .string(app)
                 _ = sink.send(.object(fields))
             }
+            delivery.deadline.map(EventExecutor.shared.cancel)
             delivery.waiter.resume(returning: .success(ObjectIdentifier(connection)))
         }
     }
