@@ -12,8 +12,6 @@ struct PendingDelivery {
     var type: String
     var events: [JSONValue]
     var waiter: CheckedContinuation<Result<ObjectIdentifier, HandoffError>, Never>
-    /// The bound's deadline, cancelled once the app took it or failed.
-    var deadline: EventExecutor.Deadline?
 }
 
 // Handing a fetched activity to where it continues: an app that was not
@@ -107,11 +105,10 @@ extension Daemon {
         }
         let bound = Self.launchWaitMillis
         return await withCheckedContinuation { waiter in
-            var pending = PendingDelivery(id: acceptID, app: app, desktopID: desktopID, type: type, events: events, waiter: waiter)
-            pending.deadline = EventExecutor.shared.after(millis: bound) { Task { await self.endPending(acceptID, HandoffError(
+            pendingDeliveries.append(PendingDelivery(id: acceptID, app: app, desktopID: desktopID, type: type, events: events, waiter: waiter))
+            EventExecutor.shared.after(millis: bound) { Task { await self.endPending(acceptID, HandoffError(
                     .app, "\(app) was started to continue \(type) but did not take it within \(bound / 1000) s: it did not start, or it does not declare \(type) when it runs.",
                     fix: "Start \(app) by hand and accept again; if it never continues \(type), its .desktop file (\(desktopID)) declares a type the app does not.")) } }
-            pendingDeliveries.append(pending)
         }
     }
 
@@ -126,7 +123,6 @@ extension Daemon {
         guard let index = pendingDeliveries.firstIndex(where: { $0.id == id }) else { return }
         let pending = pendingDeliveries.remove(at: index)
         log.info("app \(pending.app) did not take the continuation of \(pending.type): \(error.code.rawValue)")
-        pending.deadline.map(EventExecutor.shared.cancel)
         pending.waiter.resume(returning: .failure(error))
     }
 
@@ -150,7 +146,6 @@ extension Daemon {
                 fields["deliverTo"] = .string(app)
                 _ = sink.send(.object(fields))
             }
-            delivery.deadline.map(EventExecutor.shared.cancel)
             delivery.waiter.resume(returning: .success(ObjectIdentifier(connection)))
         }
     }
