@@ -72,6 +72,7 @@ class AppDeclarations(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.reader.terminate()
+        cls.reader.wait(timeout=10)
         subprocess.run([LAB, "exec", "laptop-b", "pkill", "-f", "handoff-reader"], capture_output=True)
         shutil.rmtree(LATER, ignore_errors=True)
         if not os.environ.get("HANDOFF_KEEP_LAB"):
