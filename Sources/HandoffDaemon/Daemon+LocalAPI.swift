@@ -255,7 +255,7 @@ extension Daemon {
 
     private func declarationList() -> [AppEntry] {
         let running = declarations.registered.values.map { AppEntry(app: $0.app, running: true, types: $0.types.sorted(), desktopFile: nil) }
-        let disk = AppDeclarations.scanDisk().map { AppEntry(app: $0.name, running: false, types: $0.types, desktopFile: $0.desktopID) }
+        let disk = declarations.disk.current().map { AppEntry(app: $0.name, running: false, types: $0.types, desktopFile: $0.desktopID) }
         return running + disk
     }
 

@@ -28,6 +28,7 @@ struct ActivityOutput {
         if let id = activity.targetContentIdentifier { fields.append(("targetContentIdentifier", .string(id))) }
         if let url = activity.webpageURL { fields.append(("webpageURL", .string(url))) }
         if let expires = activity.expiresAtMillis { fields.append(("expiresAtMillis", .integer(Int64(clamping: expires)))) }
+        if activity.supportsContinuationStreams { fields.append(("supportsContinuationStreams", .bool(true))) }
         fields.sort { $0.0 < $1.0 }
         writeObject(fields.compactMap { key, value in value.map { (key, $0) } }, indent: 0)
         writer.append("\n")
