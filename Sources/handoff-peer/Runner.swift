@@ -112,6 +112,8 @@ struct Runner {
         // Straight from the payload's mapping to stdout (a 64 MiB userInfo is not decoded first).
         var output = PayloadJSON(sink: standardOutputSink)
         fflush(nil)
+        // A pipe to a script: a 1 MiB pipe buffer takes each write whole instead of in 64 KiB turns.
+        if payload.count > PayloadJSON.flushBytes { _ = fcntl(STDOUT_FILENO, 1031 /* F_SETPIPE_SZ, which Glibc does not import */, Int32(PayloadJSON.flushBytes)) }
         if wantsJSON {
             try output.write(payload: payload.bytes)
             return 0
