@@ -13,19 +13,19 @@ public enum EventName: String, CaseIterable, Sendable {
 public struct ContinuedEvent: JSONCodable {
     public var acceptID: Int64
     public var peer: String
-    public var activity: ActivityHeader
+    public var activity: ActivityFields
     public var deliverTo: String
     public var payloadBytes: Int64
     public var payloadFd: Int?
 
-    public init(acceptID: Int64, peer: String, activity: ActivityHeader, deliverTo: String, payloadBytes: Int64, payloadFd: Int? = nil) {
+    public init(acceptID: Int64, peer: String, activity: ActivityFields, deliverTo: String, payloadBytes: Int64, payloadFd: Int? = nil) {
         (self.acceptID, self.peer, self.activity, self.deliverTo) = (acceptID, peer, activity, deliverTo)
         (self.payloadBytes, self.payloadFd) = (payloadBytes, payloadFd)
     }
 
     public init(fields: Fields) throws(HandoffError) {
         self.init(acceptID: try fields.integer("acceptId"), peer: try fields.string("peer"),
-                  activity: try ActivityHeader(fields: fields.object("activity", "the activity's fixed fields")),
+                  activity: try ActivityFields(fields: fields.object("activity", "the activity's fixed fields")),
                   deliverTo: try fields.string("deliverTo"), payloadBytes: try fields.integer("payloadBytes"),
                   payloadFd: try fields.optionalInteger("payloadFd").map { Int($0) })
     }

@@ -2,7 +2,7 @@ import HandoffCore
 
 /// An activity's fixed fields: what the local API carries in JSON when the
 /// payload (userInfo included) travels by descriptor or not at all.
-public struct ActivityHeader: JSONCodable {
+public struct ActivityFields: JSONCodable {
     public var type: String
     public var title: String
     public var targetContentIdentifier: String?
@@ -139,7 +139,7 @@ public struct PublishReceipt: JSONCodable {
 public struct AcceptResult: JSONCodable {
     public var peer: String
     public var name: String
-    public var activity: ActivityHeader
+    public var activity: ActivityFields
     public var deliverTo: String
     public var payloadBytes: Int64
     public var handshakeMillis: Double
@@ -147,7 +147,7 @@ public struct AcceptResult: JSONCodable {
     /// Index of the descriptor that carries the payload, when the request asked for it.
     public var payloadFd: Int?
 
-    public init(peer: String, name: String, activity: ActivityHeader, deliverTo: String, payloadBytes: Int64,
+    public init(peer: String, name: String, activity: ActivityFields, deliverTo: String, payloadBytes: Int64,
                 handshakeMillis: Double, transferMillis: Double, payloadFd: Int?) {
         (self.peer, self.name, self.activity, self.deliverTo) = (peer, name, activity, deliverTo)
         (self.payloadBytes, self.handshakeMillis, self.transferMillis, self.payloadFd) = (payloadBytes, handshakeMillis, transferMillis, payloadFd)
@@ -155,7 +155,7 @@ public struct AcceptResult: JSONCodable {
 
     public init(fields: Fields) throws(HandoffError) {
         self.init(peer: try fields.string("peer"), name: try fields.string("name"),
-                  activity: try ActivityHeader(fields: fields.object("activity", "the activity's fixed fields")),
+                  activity: try ActivityFields(fields: fields.object("activity", "the activity's fixed fields")),
                   deliverTo: try fields.string("deliverTo"), payloadBytes: try fields.integer("payloadBytes"),
                   handshakeMillis: try fields.double("handshakeMillis"), transferMillis: try fields.double("transferMillis"),
                   payloadFd: try fields.optionalInteger("payloadFd").map { Int($0) })

@@ -33,7 +33,7 @@ extension Daemon {
         var appConnection: ObjectIdentifier?
         if case let .success(result) = outcome, activeAccepts[acceptID] != nil {
             let continued = Event.continued(ContinuedEvent(acceptID: acceptID, peer: peer.deviceID.description,
-                                                           activity: ActivityHeader(result.activity), deliverTo: target.app,
+                                                           activity: ActivityFields(result.activity), deliverTo: target.app,
                                                            payloadBytes: Int64(result.payload.count)))
             switch target.kind {
             case .running, .terminal:
@@ -54,7 +54,7 @@ extension Daemon {
         case let .success(result):
             log.info("continued type \(type) from \(peer.deviceID) in \(target.app): handshake \(Int(result.timing.handshakeMillis)) ms, transfer \(Int(result.timing.transferMillis)) ms")
             // A started app already got it, with its willContinue, when it declared.
-            broadcastContinued(ContinuedEvent(acceptID: acceptID, peer: peer.deviceID.description, activity: ActivityHeader(result.activity),
+            broadcastContinued(ContinuedEvent(acceptID: acceptID, peer: peer.deviceID.description, activity: ActivityFields(result.activity),
                                               deliverTo: target.app, payloadBytes: Int64(result.payload.count)),
                                payload: result.payload, except: appConnection)
         case let .failure(error):

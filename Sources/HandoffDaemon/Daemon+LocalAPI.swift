@@ -205,7 +205,7 @@ extension Daemon {
     private func acceptRequest(_ reference: String, requireApp: Bool, payload: Bool) async throws(HandoffError) -> LocalReply {
         let (peer, activity, timing, buffer) = try await accept(reference, requireApp: requireApp)
         let result = AcceptResult(
-            peer: peer.deviceID.description, name: peer.name, activity: ActivityHeader(activity),
+            peer: peer.deviceID.description, name: peer.name, activity: ActivityFields(activity),
             deliverTo: deliveryTarget(for: activity.type, hasWebpage: activity.webpageURL != nil).app,
             payloadBytes: Int64(buffer.count),
             handshakeMillis: (timing.handshakeMillis * 1000).rounded() / 1000,
