@@ -73,36 +73,46 @@ public struct JSONWriter {
     }
 
     private static let base64Alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    /// Two base64 characters for each 12 bits, in memory order: half the lookups of one table per six bits.
+    private static let base64Pairs: [UInt16] = (0..<4096).map {
+        (UInt16(base64Alphabet[$0 >> 6]) | UInt16(base64Alphabet[$0 & 0x3F]) << 8).littleEndian
+    }
 
-    /// Standard base64 (RFC 4648, padded) of `input`, appended: a table lookup per
-    /// six bits. Callers write long data a chunk (a multiple of 3 bytes) at a time.
+    /// Standard base64 (RFC 4648, padded) of `input`, appended. Callers write long
+    /// data a chunk (a multiple of 3 bytes) at a time.
     public mutating func appendBase64(_ input: UnsafeRawBufferPointer) {
         let whole = input.count / 3
         let length = (input.count + 2) / 3 * 4
         let start = bytes.count
         bytes.append(contentsOf: repeatElement(0, count: length))
-        Self.base64Alphabet.withUnsafeBufferPointer { table in
-            bytes.withUnsafeMutableBufferPointer { output in
-                var out = start
-                for group in 0..<whole {
-                    let index = group * 3
-                    let value = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
-                    output[out] = table[Int(value >> 18)]
-                    output[out + 1] = table[Int((value >> 12) & 0x3F)]
-                    output[out + 2] = table[Int((value >> 6) & 0x3F)]
-                    output[out + 3] = table[Int(value & 0x3F)]
+        Self.base64Pairs.withUnsafeBufferPointer { pairs in
+            bytes.withUnsafeMutableBytes { raw in
+                let output = raw.baseAddress! + start
+                var out = 0
+                var index = 0
+                for _ in 0..<whole {
+                    let value = Int(input[index]) << 16 | Int(input[index + 1]) << 8 | Int(input[index + 2])
+                    output.storeBytes(of: pairs[value >> 12], toByteOffset: out, as: UInt16.self)
+                    output.storeBytes(of: pairs[value & 0xFFF], toByteOffset: out + 2, as: UInt16.self)
                     out += 4
+                    index += 3
                 }
-                let rest = input.count - whole * 3
+                let rest = input.count - index
                 guard rest > 0 else { return }
-                let first = UInt32(input[whole * 3]) << 16
-                let value = rest == 2 ? first | UInt32(input[whole * 3 + 1]) << 8 : first
-                output[out] = table[Int(value >> 18)]
-                output[out + 1] = table[Int((value >> 12) & 0x3F)]
-                output[out + 2] = rest == 2 ? table[Int((value >> 6) & 0x3F)] : UInt8(ascii: "=")
-                output[out + 3] = UInt8(ascii: "=")
+                let value = Int(input[index]) << 16 | (rest == 2 ? Int(input[index + 1]) << 8 : 0)
+                let alphabet = Self.base64Alphabet
+                output.storeBytes(of: alphabet[value >> 18], toByteOffset: out, as: UInt8.self)
+                output.storeBytes(of: alphabet[(value >> 12) & 0x3F], toByteOffset: out + 1, as: UInt8.self)
+                output.storeBytes(of: rest == 2 ? alphabet[(value >> 6) & 0x3F] : UInt8(ascii: "="), toByteOffset: out + 2, as: UInt8.self)
+                output.storeBytes(of: UInt8(ascii: "="), toByteOffset: out + 3, as: UInt8.self)
             }
         }
+    }
+
+    public mutating func writeString(utf8 text: UnsafeRawBufferPointer) {
+        bytes.append(UInt8(ascii: "\""))
+        Self.escape(UnsafeBufferPointer(start: text.baseAddress?.assumingMemoryBound(to: UInt8.self), count: text.count), into: &bytes)
+        bytes.append(UInt8(ascii: "\""))
     }
 
     private static let hex = Array("0123456789abcdef".utf8)

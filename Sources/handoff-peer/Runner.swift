@@ -85,12 +85,14 @@ struct Runner {
         // On a terminal, the transfer's progress: events on this connection while the accept runs.
         let showsProgress = isatty(STDERR_FILENO) == 1
         var display = ProgressDisplay()
-        let accepted: HandoffClient.Accepted
+        let reply: ReceivedMessage
+        let result: AcceptResult
         do {
             if showsProgress { try client.subscribe() }
-            accepted = try client.accept(peer: reference, requireApp: arguments.flag("app"),
-                                         onEvent: showsProgress ? { if let event = $0.event { display.handle(event) } } : nil)
+            reply = try client.send(.accept(peer: reference, requireApp: arguments.flag("app"), payload: true),
+                                    onEvent: showsProgress ? { if let event = $0.event { display.handle(event) } } : nil)
             display.finish()
+            result = try AcceptResult(json: reply.json, context: "the accept result")
         } catch where error.code != .daemonUnavailable {
             display.finish()
             if wantsJSON {
@@ -99,15 +101,21 @@ struct Runner {
             printError("Failed (\(error.code.rawValue)): \(error.message)\nFix: \(error.fix)")
             return ExitCode.failure
         }
-        let (result, activity) = (accepted.result, accepted.activity)
+        guard let payload = reply.payload else {
+            throw HandoffError(.internal, "handoffd accepted but passed no payload.", fix: "Make sure handoff-peer and handoffd are the same version.")
+        }
+        let activity = result.activity
         // The terminal is the app of last resort: say so once, on stderr, so stdout keeps its format.
         if result.deliverTo == "terminal" {
             printError("No app here declares \(activity.type): printed here (use --app to require one).")
         }
-        var output = ActivityOutput()
+        // Straight from the payload's mapping to stdout (a 64 MiB userInfo is not decoded first).
+        var output = PayloadJSON(sink: standardOutputSink)
         fflush(nil)
+        // A pipe to a script: a 1 MiB pipe buffer takes each write whole instead of in 64 KiB turns.
+        if payload.count > PayloadJSON.flushBytes { _ = fcntl(STDOUT_FILENO, 1031 /* F_SETPIPE_SZ, which Glibc does not import */, Int32(PayloadJSON.flushBytes)) }
         if wantsJSON {
-            output.write(activity)
+            try output.write(payload: payload.bytes)
             return 0
         }
         output.write(text: """
@@ -119,7 +127,7 @@ struct Runner {
         if let id = activity.targetContentIdentifier { output.write(text: "  content:   \(safe(id))\n") }
         if let url = activity.webpageURL { output.write(text: "  url:       \(safe(url))\n") }
         output.write(text: "  userInfo:  ")
-        output.write(userInfo: activity.userInfo, indent: 13)
+        try output.write(userInfoOf: payload.bytes, indent: 13)
         return 0
     }
 
