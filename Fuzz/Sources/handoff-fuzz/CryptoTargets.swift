@@ -32,7 +32,7 @@ enum CryptoTargets {
     /// The hello parser alone: what it accepts is exactly its fields, in order.
     static func handshakeHelloParse(_ input: [UInt8]) {
         guard let parsed = try? Handshake.Hello(input) else { return }
-        check([Handshake.version, parsed.purpose.rawValue] + parsed.ephemeral + parsed.hint == input,
+        check([parsed.purpose.helloVersion, parsed.purpose.rawValue] + parsed.ephemeral + parsed.hint == input,
               "a parsed hello is its fields")
         _ = parsed.isFrom(secrets)
     }
