@@ -39,7 +39,8 @@ import Testing
     }
 
     @Test func anOversizedMemfdIsRefusedBeforeMapping() throws {
-        let buffer = try PayloadBuffer.sealed(copying: UnsafeRawBufferPointer(start: [UInt8](repeating: 1, count: 2048), count: 2048))
+        let bytes = [UInt8](repeating: 1, count: 2048)
+        let buffer = try bytes.withUnsafeBytes { raw in try PayloadBuffer.sealed(copying: raw) }
         #expect(throws: SystemError.self) { try PayloadBuffer(adopting: try passAcross(buffer.descriptorForPassing), maximumBytes: 1024) }
     }
 
