@@ -88,18 +88,8 @@ public final class ContinuationStream: @unchecked Sendable {
             HandoffError(.daemonUnavailable, "Cannot reach handoffd at \(path): \(reason).",
                          fix: "Start handoffd, or point --socket / HANDOFF_SOCKET at the socket it listens on.")
         }
-        var info = stat()
-        let directory = LocalAPIPath.directory(of: path)
-        guard lstat(directory, &info) == 0 else { throw unreachable(String(cString: strerror(errno))) }
-        try LocalAPIPath.checkDirectory(directory, HandoffClient.directoryStatus(info), uid: getuid())
-        let connection: StreamConnection
-        do {
-            connection = try StreamConnection.connect(unixPath: path)
-        } catch {
-            throw unreachable("\(error)")
-        }
+        let connection = try HandoffClient.connectChecked(path: path)
         do throws(HandoffError) {
-            try LocalAPIPath.checkPeer(uid: try HandoffClient.peerUID(connection, path: path), socketPath: path, uid: getuid())
             do {
                 try connection.write(JSONWriter.line(RequestEnvelope(id: .integer(1), request: request).json))
             } catch {

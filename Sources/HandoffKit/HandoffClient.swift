@@ -41,6 +41,13 @@ public final class HandoffClient: @unchecked Sendable {
         let path = socketPath ?? LocalAPIPath.socketPath(environment: ProcessInfo.processInfo.environment,
                                                          uid: getuid(), isClient: true)
         self.socketPath = path
+        let connection = try Self.connectChecked(path: path)
+        self.connection = connection
+    }
+
+    /// Connects to the daemon's socket at `path` after checking its directory, and
+    /// checks the listener's uid; HandoffClient and continuation streams both connect this way.
+    static func connectChecked(path: String) throws(HandoffError) -> StreamConnection {
         let unreachable = { (reason: String) in
             HandoffError(.daemonUnavailable, "Cannot reach handoffd at \(path): \(reason).",
                          fix: "Start handoffd, or point --socket / HANDOFF_SOCKET at the socket it listens on.")
@@ -50,7 +57,7 @@ public final class HandoffClient: @unchecked Sendable {
         guard lstat(path, &info) == 0 else { throw unreachable(String(cString: strerror(errno))) }
         let directory = LocalAPIPath.directory(of: path)
         guard lstat(directory, &info) == 0 else { throw unreachable(String(cString: strerror(errno))) }
-        try LocalAPIPath.checkDirectory(directory, Self.directoryStatus(info), uid: getuid())
+        try LocalAPIPath.checkDirectory(directory, HandoffClient.directoryStatus(info), uid: getuid())
         let connection: StreamConnection
         do {
             connection = try StreamConnection.connect(unixPath: path)
@@ -58,12 +65,12 @@ public final class HandoffClient: @unchecked Sendable {
             throw unreachable("\(error)")
         }
         do throws(HandoffError) {
-            try LocalAPIPath.checkPeer(uid: try Self.peerUID(connection, path: path), socketPath: path, uid: getuid())
+            try LocalAPIPath.checkPeer(uid: try HandoffClient.peerUID(connection, path: path), socketPath: path, uid: getuid())
         } catch {
             connection.close()
             throw error
         }
-        self.connection = connection
+        return connection
     }
 
     static func directoryStatus(_ info: stat) -> LocalAPIPath.DirectoryStatus {
