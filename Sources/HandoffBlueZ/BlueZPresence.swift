@@ -55,9 +55,9 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     /// The adapter in use (its object path).
     private var current: String?
     private var token: [UInt8]?
-    private var advertisement = Step.off
-    /// RegisterAdvertisement met AlreadyExists and was unregistered to try again.
-    private var retriedRegistration = false
+    private var registration = AdvertisementRegistration()
+    /// A reconcile is already due on the timer list (the registration's quiet period).
+    private var reconcileScheduled = false
     private var discovery = Step.off
     private var monitor = Step.off
     private var devices: [String: Sighting] = [:]
@@ -279,8 +279,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         adapters.removeAll()
         devices.removeAll()
         current = nil
-        advertisement = .off
-        retriedRegistration = false
+        registration.forget()
         discovery = .off
         monitor = .off
     }
@@ -384,8 +383,12 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
             deviceChanged(path: path, properties: changed)
         case BlueZ.adapterInterface:
             guard var adapter = adapters[path] else { return }
+            let before = adapter
             adapter.apply(changed)
             adapters[path] = adapter
+            if path == current && (adapter.powered != before.powered || adapter.discoverable != before.discoverable) {
+                registration.adapterChanged(poweredOff: !adapter.powered, at: Self.nowMillis())
+            }
             reconcile()
         default:
             break
@@ -424,15 +427,12 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
 
     private func beaconChanged(_ next: [UInt8]?) {
         guard next != token else { return }
+        // Withdrawn (nil), or a new token: unregistered and registered again (reconcile),
+        // so the kernel adds the set afresh with a new non-resolvable private address
+        // before the new data (btmon in the VM lab): token and address change together.
+        // Not PropertiesChanged: that makes bluetoothd refresh, and a failed refresh
+        // aborts it before 5.74 (AdvertisementRegistration).
         token = next
-        if advertisement != .off {
-            // Withdrawn (nil), or a new token: registered again below, the set is added
-            // afresh and the kernel gives it a new non-resolvable private address before
-            // the new data (btmon in the VM lab), so token and address change together.
-            // Not PropertiesChanged: bluetoothd before 5.74 aborts when the refresh that
-            // triggers fails (BlueZ commit 6b5447583); a failed registration is an error reply.
-            unregisterAdvertisement()
-        }
         reconcile()
     }
 
@@ -443,31 +443,45 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         if chosen?.path != current {
             // Another adapter (or none): what was registered on the old one went with it or is left to bluetoothd.
             current = chosen?.path
-            advertisement = .off
+            registration.forget()
             discovery = .off
             monitor = .off
             devices.removeAll()
         }
         guard let adapter = chosen, adapter.powered else {
-            // Power-off: the kernel drops the advertising set (btmon: Advertising Removed),
-            // but bluetoothd 5.66 keeps our registration and never hands it back at
-            // power-on (RegisterAdvertisement answers AlreadyExists, nothing goes on the
-            // air). Unregistering now makes power-on register it afresh.
-            if advertisement != .off { unregisterAdvertisement() }
             discovery = .off
             monitor = .off
+            reconcileAdvertisement(adapter: chosen)
             return updateStatus()
         }
-        // Discoverable makes the adapter connectable, and the kernel then sets an
-        // advertising set up as connectable from the public address
-        // (hci_setup_ext_adv_instance_sync): withdraw the beacon until it is not.
-        if adapter.discoverable && advertisement != .off { unregisterAdvertisement() }
         if monitor == .off && adapter.canMonitor { registerMonitor(on: adapter.path) }
         if discovery == .off { startDiscovery(on: adapter.path) }
-        if token != nil && advertisement == .off && adapter.canAdvertise && !adapter.discoverable {
-            registerAdvertisement(on: adapter.path)
-        }
+        reconcileAdvertisement(adapter: adapter)
         updateStatus()
+    }
+
+    /// Registers, unregisters or waits, as AdvertisementRegistration decides. Off the air
+    /// while the adapter is discoverable: Discoverable makes the adapter connectable, and
+    /// the kernel then sets an advertising set up as connectable from the public address
+    /// (hci_setup_ext_adv_instance_sync).
+    private func reconcileAdvertisement(adapter: BlueZ.Adapter?) {
+        guard let adapter else { return }
+        let wanted = adapter.powered && adapter.canAdvertise && !adapter.discoverable ? token : nil
+        switch registration.next(wanted: wanted, at: Self.nowMillis()) {
+        case .none:
+            break
+        case let .register(token):
+            registerAdvertisement(on: adapter.path, token: token)
+        case .unregister:
+            unregisterAdvertisement()
+        case let .wait(millis):
+            guard !reconcileScheduled else { break }
+            reconcileScheduled = true
+            after(millis: millis) { presence in
+                presence.reconcileScheduled = false
+                presence.reconcile()
+            }
+        }
     }
 
     private func startDiscovery(on path: String) {
@@ -508,48 +522,38 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         after(millis: 2000) { presence in if presence.current == path { presence.reconcile() } }
     }
 
-    private func registerAdvertisement(on path: String) {
-        advertisement = .pending
+    private func registerAdvertisement(on path: String, token: [UInt8]) {
         let issued = generation
         call(BlueZ.service, path, BlueZ.advertisingManagerInterface, "RegisterAdvertisement", { (body: inout MessageWriter) throws(BusError) in
             try body.objectPath(BlueZ.advertisementPath)
             try body.container("a", "{sv}") { _ throws(BusError) in }
         }) { [unowned self] result in
-            guard issued == generation, current == path, advertisement == .pending else { return }
+            guard issued == generation, current == path else { return }
             note("bluez: RegisterAdvertisement on \(path): \(result)")
             switch result {
             case .success:
-                advertisement = .on
-                retriedRegistration = false
+                registration.registerAnswered(.registered, at: Self.nowMillis())
                 lastError = nil
-            case let .failure(error) where error.name == "org.bluez.Error.AlreadyExists" && !retriedRegistration:
-                // bluetoothd still holds an earlier registration whose set the kernel may
-                // have dropped: register afresh, once.
-                retriedRegistration = true
-                unregisterAdvertisement { presence in presence.reconcile() }
-                return
             case let .failure(error) where error.name == "org.bluez.Error.AlreadyExists":
-                advertisement = .on
+                registration.registerAnswered(.alreadyExists, at: Self.nowMillis())
             case let .failure(error):
-                advertisement = .off
+                registration.registerAnswered(.failed, at: Self.nowMillis())
                 lastError = "advertising: \(error)"
-                after(millis: 2000) { presence in if presence.current == path { presence.reconcile() } }
             }
-            updateStatus()
+            reconcile()
         }
     }
 
-    /// `then` runs once bluetoothd has answered, if nothing changed the adapter or bluetoothd meanwhile.
-    private func unregisterAdvertisement(then: ((BlueZPresence) -> Void)? = nil) {
+    private func unregisterAdvertisement() {
         guard let current else { return }
-        advertisement = .off
         let issued = generation
         call(BlueZ.service, current, BlueZ.advertisingManagerInterface, "UnregisterAdvertisement", { (body: inout MessageWriter) throws(BusError) in
             try body.objectPath(BlueZ.advertisementPath)
         }) { [unowned self] result in
             note("bluez: UnregisterAdvertisement on \(current): \(result)")
             guard issued == generation, self.current == current else { return }
-            then?(self)
+            registration.unregisterAnswered()
+            reconcile()
         }
     }
 
@@ -559,9 +563,8 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         let callbacks = BusCallbacks(onMessage: { [unowned self] message in
             // Release: bluetoothd dropped it (adapter gone, bluetoothd stopping, a timeout).
             note("bluez: advertisement released")
-            advertisement = .off
-            updateStatus()
-            after(millis: 500) { $0.reconcile() }
+            registration.released(at: Self.nowMillis())
+            reconcile()
             return handoff_bus_reply_empty(message)
         }, onProperty: { [unowned self] property, reply in
             var writer = MessageWriter(message: reply)
@@ -678,11 +681,11 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
             } else if !adapter.canAdvertise {
                 text = "unavailable: adapter \(adapter.name) cannot advertise (no LE advertising manager)"
             } else {
-                let advertising = token == nil ? "not advertising (Handoff is off)" : advertisement == .on ? "advertising" : "registering the advertisement"
+                let advertising = token == nil ? "not advertising (Handoff is off)" : registration.isAdvertising ? "advertising" : "registering the advertisement"
                 let scanning = discovery != .on ? "starting discovery"
                     : monitor == .on ? "scanning (discovery with an advertisement monitor: every advertisement is reported)"
                     : "scanning (discovery only: about one report per device per 10 s scan cycle; bluetoothd -E adds the advertisement monitor)"
-                available = discovery == .on && (token == nil || advertisement == .on)
+                available = discovery == .on && (token == nil || registration.isAdvertising)
                 text = "\(advertising) and \(scanning) on \(adapter.name) through bluetoothd" + (lastError.map { "; last error: \($0)" } ?? "")
             }
         } else {
@@ -699,8 +702,11 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
 
     private func shutDown() {
         if let connection, let current {
+            // Not while bluetoothd may still be refreshing it (AdvertisementRegistration).
+            let quiet = registration.quietMillis(at: Self.nowMillis())
+            if registration.state != .off && quiet > 0 { usleep(UInt32(quiet) * 1000) }
             // Best effort: bluetoothd also drops both when this connection closes.
-            if advertisement != .off, let call = try? connection.methodCall(BlueZ.service, current, BlueZ.advertisingManagerInterface, "UnregisterAdvertisement", {
+            if registration.state != .off, let call = try? connection.methodCall(BlueZ.service, current, BlueZ.advertisingManagerInterface, "UnregisterAdvertisement", {
                 (body: inout MessageWriter) throws(BusError) in try body.objectPath(BlueZ.advertisementPath)
             }) { _ = try? connection.callBlocking(call, timeoutMillis: 1000) }
             if discovery != .off, let call = try? connection.methodCall(BlueZ.service, current, BlueZ.adapterInterface, "StopDiscovery") {
