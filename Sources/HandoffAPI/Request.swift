@@ -33,8 +33,11 @@ public enum Op: String, CaseIterable, Sendable {
 public enum Request: Equatable, Sendable {
     case hello
     /// The activity in JSON (small ones, scripts), or its payload encoding in a sealed memfd.
-    case publish(PublishBody)
-    case becomeCurrent, resign, invalidate, list
+    /// `publisher` names who offers it (Docs/LOCAL-API.md, "Which activity is current");
+    /// nil is the shared publisher "default".
+    case publish(PublishBody, publisher: String?)
+    case becomeCurrent(publisher: String?), resign(publisher: String?), invalidate(publisher: String?)
+    case list
     case accept(peer: String, requireApp: Bool, payload: Bool)
     case decline(peer: String)
     case status, id
@@ -91,7 +94,7 @@ public enum Request: Equatable, Sendable {
 
     /// How many descriptors travel with this request (SCM_RIGHTS, with its first byte).
     public var descriptorCount: Int {
-        if case .publish(.descriptor) = self { return 1 }
+        if case .publish(.descriptor, _) = self { return 1 }
         return 0
     }
 
@@ -113,6 +116,7 @@ public enum Request: Equatable, Sendable {
         if op != .publish, fields["payloadFd"] != nil {
             throw .invalidRequest("Only publish carries a descriptor (\"payloadFd\"); \(op.rawValue) takes none.")
         }
+        let publisher = try Self.publisher(fields, op: op)
         switch op {
         case .hello: return .hello
         case .publish:
@@ -120,15 +124,15 @@ public enum Request: Equatable, Sendable {
                 guard index == 0, fields["activity"] == nil else {
                     throw .invalidRequest("publish takes either \"activity\" (JSON) or \"payloadFd\": 0 (a sealed memfd), not both.")
                 }
-                return .publish(.descriptor(0))
+                return .publish(.descriptor(0), publisher: publisher)
             }
             guard let body = fields["activity"] else {
                 throw .invalidRequest("publish needs \"activity\" (an object) or \"payloadFd\": 0 with a sealed memfd.")
             }
-            return .publish(.json(try Activity(json: body)))
-        case .becomeCurrent: return .becomeCurrent
-        case .resign: return .resign
-        case .invalidate: return .invalidate
+            return .publish(.json(try Activity(json: body)), publisher: publisher)
+        case .becomeCurrent: return .becomeCurrent(publisher: publisher)
+        case .resign: return .resign(publisher: publisher)
+        case .invalidate: return .invalidate(publisher: publisher)
         case .list: return .list
         case .accept:
             return .accept(peer: try nonEmpty(fields.string("peer", peerHint), "peer", peerHint),
@@ -179,6 +183,18 @@ public enum Request: Equatable, Sendable {
         }
     }
 
+    /// The ops that offer an activity take `publisher`; the others refuse it rather than ignore it.
+    private static func publisher(_ fields: Fields, op: Op) throws(HandoffError) -> String? {
+        guard let publisher = try fields.optionalString("publisher") else { return nil }
+        guard [.publish, .becomeCurrent, .resign, .invalidate].contains(op) else {
+            throw .invalidRequest("Only publish, becomeCurrent, resign and invalidate take \"publisher\"; \(op.rawValue) does not.")
+        }
+        guard PublisherStack<Activity>.validName(publisher) else {
+            throw .invalidRequest("\"publisher\" must be 1 to \(PublisherStack<Activity>.maximumNameBytes) printable ASCII characters without spaces.")
+        }
+        return publisher
+    }
+
     private static func nonEmpty(_ text: String, _ key: String, _ hint: String) throws(HandoffError) -> String {
         guard !text.isEmpty else { throw .invalidRequest("This op needs \"\(key)\": \(hint).") }
         return text
@@ -188,10 +204,16 @@ public enum Request: Equatable, Sendable {
     public var json: JSONValue {
         var fields: [String: JSONValue] = ["op": .string(op.rawValue)]
         switch self {
-        case .hello, .becomeCurrent, .resign, .invalidate, .list, .status, .id, .pairable, .devices, .enable, .disable, .declarations:
+        case .hello, .list, .status, .id, .pairable, .devices, .enable, .disable, .declarations:
             break
-        case let .publish(.json(activity)): fields["activity"] = activity.json
-        case let .publish(.descriptor(index)): fields["payloadFd"] = .integer(Int64(index))
+        case let .publish(.json(activity), publisher):
+            fields["activity"] = activity.json
+            fields.put("publisher", publisher.map { .string($0) })
+        case let .publish(.descriptor(index), publisher):
+            fields["payloadFd"] = .integer(Int64(index))
+            fields.put("publisher", publisher.map { .string($0) })
+        case let .becomeCurrent(publisher), let .resign(publisher), let .invalidate(publisher):
+            fields.put("publisher", publisher.map { .string($0) })
         case let .accept(peer, requireApp, payload):
             fields["peer"] = .string(peer)
             if requireApp { fields["requireApp"] = true }

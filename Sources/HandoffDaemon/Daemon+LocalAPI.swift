@@ -80,7 +80,7 @@ extension Daemon {
     /// A publish by descriptor: adopts the sealed memfd (its size checked before it
     /// is mapped) and decodes the activity, on the client's thread, not the actor's.
     nonisolated static func publishedPayload(_ request: Request, connection: StreamConnection) throws(HandoffError) -> Activity? {
-        guard case .publish(.descriptor) = request else { return nil }
+        guard case .publish(.descriptor, _) = request else { return nil }
         let descriptor: Int32
         do {
             descriptor = try connection.takeDescriptors(1)[0]
@@ -123,10 +123,10 @@ extension Daemon {
         func plain(_ result: JSONValue) -> LocalReply { LocalReply(result: result) }
         switch request {
         case .hello: return plain(HelloResult().json)
-        case let .publish(body): return plain(try publishRequest(body, payloadActivity: payloadActivity))
-        case .becomeCurrent: return plain(try becomeCurrentRequest())
-        case .resign: return plain(resignRequest())
-        case .invalidate: return plain(invalidateRequest())
+        case let .publish(body, publisher): return plain(try publishRequest(body, payloadActivity: payloadActivity, publisher: publisher ?? Self.defaultPublisher))
+        case let .becomeCurrent(publisher): return plain(try becomeCurrentRequest(publisher ?? Self.defaultPublisher))
+        case let .resign(publisher): return plain(resignRequest(publisher ?? Self.defaultPublisher))
+        case let .invalidate(publisher): return plain(invalidateRequest(publisher ?? Self.defaultPublisher))
         case .list: return plain(["peers": .array(peerList().map(\.json))])
         case let .accept(peer, requireApp, payload): return try await acceptRequest(peer, requireApp: requireApp, payload: payload)
         case let .decline(peer): return plain(try declineRequest(peer))
@@ -164,7 +164,7 @@ extension Daemon {
         }
     }
 
-    private func publishRequest(_ body: Request.PublishBody, payloadActivity: Activity?) throws(HandoffError) -> JSONValue {
+    private func publishRequest(_ body: Request.PublishBody, payloadActivity: Activity?, publisher: String) throws(HandoffError) -> JSONValue {
         let activity: Activity
         switch body {
         case let .json(decoded): activity = decoded
@@ -173,36 +173,29 @@ extension Daemon {
             activity = payloadActivity
         }
         try requireEnabledToOffer()
-        let entry = try publish(activity)
-        offerInvalidated = false
-        return publishResult(entry).json
+        return publishResult(try publish(activity, by: publisher)).json
     }
 
-    private func becomeCurrentRequest() throws(HandoffError) -> JSONValue {
-        guard let activity = resigned ?? published?.activity else {
-            throw HandoffError(.notFound, "There is no resigned activity to make current again.",
+    private func becomeCurrentRequest(_ publisher: String) throws(HandoffError) -> JSONValue {
+        guard let activity = publishers.entry(of: publisher)?.item else {
+            throw HandoffError(.notFound, "There is no activity of '\(publisher)' to make current again.",
                                fix: "Publish the activity instead.")
         }
         try requireEnabledToOffer()
-        let entry = try publish(activity)
-        offerInvalidated = false
-        return publishResult(entry).json
+        return publishResult(try publish(activity, by: publisher)).json
     }
 
-    private func resignRequest() -> JSONValue {
-        let had = published != nil
-        if let current = published { resigned = current.activity }
-        published = nil
-        announce()
+    /// Only the caller's own activity stops; if it was current, the one offered before it comes back.
+    private func resignRequest(_ publisher: String) -> JSONValue {
+        let had = publishers.resign(publisher)
+        offerCurrentPublisher()
         return ["resigned": .bool(had)]
     }
 
-    private func invalidateRequest() -> JSONValue {
-        let had = published != nil || resigned != nil
-        published = nil
-        resigned = nil
-        if had { offerInvalidated = true }
-        announce()
+    private func invalidateRequest(_ publisher: String) -> JSONValue {
+        let had = publishers.invalidate(publisher)
+        if had && publishers.entries.isEmpty { offerInvalidated = true }
+        offerCurrentPublisher()
         return ["invalidated": .bool(had)]
     }
 
@@ -315,8 +308,14 @@ extension Daemon {
         var current: JSONValue = .null
         if let published {
             current = ["type": .string(published.activity.type), "sequence": .integer(Int64(clamping: published.activity.sequence)),
-                       "payloadBytes": .integer(Int64(published.payload.count))]
+                       "payloadBytes": .integer(Int64(published.payload.count)), "publisher": .string(published.publisher)]
         }
+        // Most recent first: the first offered one is current (Docs/LOCAL-API.md, "Which activity is current").
+        let publisherList: JSONValue = .array(publishers.entries.reversed().map { entry in
+            ["publisher": .string(entry.publisher), "type": .string(entry.item.type),
+             "state": .string(entry.generation == published?.generation && entry.publisher == published?.publisher ? "current"
+                              : entry.offered ? "waiting" : "resigned")]
+        })
         return [
             "deviceId": .string(deviceID.description), "publicKey": .string(identity.publicKey.hex),
             "name": .string(configuration.name), "transferPort": .integer(Int64(transferPort)),
@@ -329,7 +328,7 @@ extension Daemon {
                 return ["path": .string($0.name), "state": .string(state)]
             }),
             "peers": .integer(Int64(peers.peers.values.filter { isNear($0.key, nowMillis: wallClockMillis()) }.count)), "trustedDevices": .integer(Int64(trust.entries.count)),
-            "drops": peers.drops.json, "budgets": budgetStatus(), "current": current, "mdns": mdnsStatus(), "bluetooth": bluetoothStatusOnAir(),
+            "drops": peers.drops.json, "budgets": budgetStatus(), "current": current, "publishers": publisherList, "mdns": mdnsStatus(), "bluetooth": bluetoothStatusOnAir(),
             // Disabled, the current activity is kept but offered to nobody.
             "enabled": .bool(settings.enabled), "offering": .bool(settings.enabled && published != nil),
             "transfers": ["served": .integer(Int64(servedCount)), "refused": .integer(Int64(refusedCount))],

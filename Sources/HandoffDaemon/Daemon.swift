@@ -24,7 +24,8 @@ public actor Daemon {
     /// Apps waiting for a continuation stream (Daemon+Streams).
     var streams = ContinuationStreams()
     /// The activity after `resign`, kept so `becomeCurrent` can offer it again.
-    var resigned: Activity?
+    /// Every publisher's activity; the current one is `published` (PublisherStack's rule).
+    var publishers = PublisherStack<Activity>()
     var lastActivitySequence: UInt64 = 0
     var announceSequence: UInt64
     /// What of the replay protection is on disk (ReplayState), to save only what changed.
@@ -89,6 +90,9 @@ public actor Daemon {
         var activity: Activity
         var payload: [UInt8]
         var summary: SignedSummary
+        /// Which publisher's entry this is, and its generation (PublisherStack.Entry).
+        var publisher: String
+        var generation: UInt64
     }
 
     /// Loads (or creates) the identity and trust store. Fails, changing nothing,
@@ -273,9 +277,9 @@ public actor Daemon {
         if let current = published {
             if current.activity.isExpired(nowMillis: now) {
                 log.info("activity of type \(current.activity.type) expired")
-                published = nil
-                resigned = nil
+                publishers.invalidate(current.publisher)
                 broadcast(.activityEnded(type: current.activity.type, reason: "expired"))
+                offerCurrentPublisher()
                 schedule.changed()
             } else if current.activity.expiresAtMillis == nil,
                       current.summary.summary.expiresAtMillis <= now + configuration.summaryLifetimeMillis / 2 {
@@ -431,7 +435,7 @@ public actor Daemon {
         if !settings.enabled { state.insert(.disabled) }
         if settings.enabled, published?.activity.webpageURL != nil { state.insert(.offerHasWebpageURL) }
         if settings.enabled, published == nil {
-            if resigned != nil { state.insert(.offerResigned) } else if offerInvalidated { state.insert(.offerInvalidated) }
+            if !publishers.entries.isEmpty { state.insert(.offerResigned) } else if offerInvalidated { state.insert(.offerInvalidated) }
         }
         if unicast != nil { state.insert(.acceptsUnicast) }
         if let bluetooth {
@@ -483,15 +487,56 @@ public actor Daemon {
 
     // MARK: - Publishing
 
-    /// Makes `activity` the current one, with a fresh sequence and signed summary.
+    /// Makes `activity` `publisher`'s and the current one (the most recent wins), with a
+    /// fresh sequence and signed summary. An invalid activity changes nothing.
     @discardableResult
-    func publish(_ input: Activity) throws(HandoffError) -> PublishedActivity {
-        var activity = input
-        try activity.validate()
-        let now = wallClockMillis()
-        if activity.isExpired(nowMillis: now) {
+    func publish(_ input: Activity, by publisher: String = Daemon.defaultPublisher) throws(HandoffError) -> PublishedActivity {
+        try input.validate()
+        if input.isExpired(nowMillis: wallClockMillis()) {
             throw HandoffError.invalidActivity("The activity has already expired.", fix: "Give an expiration in the future.")
         }
+        publishers.publish(input, by: publisher)
+        guard let entry = publishers.current else { preconditionFailure("a publish leaves its entry current") }
+        do throws(HandoffError) {
+            return try offer(entry)
+        } catch {
+            publishers.invalidate(publisher)
+            offerCurrentPublisher()
+            throw error
+        }
+    }
+
+    /// The publisher a request that names none stands for (scripts speaking JSON by hand).
+    static let defaultPublisher = "default"
+
+    /// After a resign, invalidate or expiry: the current publisher's activity goes on the
+    /// air again (a new sequence), skipping any that expired meanwhile, or nothing does.
+    func offerCurrentPublisher() {
+        let now = wallClockMillis()
+        for gone in publishers.removeAll(where: { $0.isExpired(nowMillis: now) }) {
+            broadcast(.activityEnded(type: gone.item.type, reason: "expired"))
+        }
+        while let next = publishers.current {
+            if published?.publisher == next.publisher && published?.generation == next.generation { return }
+            do throws(HandoffError) {
+                try offer(next)
+                return
+            } catch {
+                log.warning("cannot offer the activity of type \(next.item.type) again: \(error); dropping it")
+                publishers.invalidate(next.publisher)
+            }
+        }
+        if published != nil {
+            published = nil
+            announce()
+        }
+    }
+
+    /// Puts one publisher's entry on the air: sequence, payload, signed summary, announcement.
+    @discardableResult
+    private func offer(_ entry: PublisherStack<Activity>.Entry) throws(HandoffError) -> PublishedActivity {
+        var activity = entry.item
+        let now = wallClockMillis()
         lastActivitySequence = max(lastActivitySequence + 1, now)
         reserveSequence(lastActivitySequence)
         activity.sequence = lastActivitySequence
@@ -507,12 +552,13 @@ public actor Daemon {
         } catch {
             throw HandoffError.invalidActivity("The summary cannot be encoded: \(error).", fix: "Shorten the title or type.")
         }
-        let entry = PublishedActivity(activity: activity, payload: payload, summary: signed)
-        published = entry
-        resigned = nil
-        log.info("published activity of type \(activity.type), sequence \(activity.sequence), \(payload.count) bytes")
+        let published = PublishedActivity(activity: activity, payload: payload, summary: signed,
+                                          publisher: entry.publisher, generation: entry.generation)
+        self.published = published
+        offerInvalidated = false
+        log.info("published activity of type \(activity.type) from \(entry.publisher), sequence \(activity.sequence), \(payload.count) bytes")
         announce()
-        return entry
+        return published
     }
 
     // MARK: - Events

@@ -25,6 +25,10 @@ public struct ReceivedEvent: Sendable {
 public final class HandoffClient: @unchecked Sendable {
     // @unchecked Sendable: `nextID` and the request/reply exchange are guarded by `exchange`.
     public let socketPath: String
+    /// Who offers what this client publishes (Docs/LOCAL-API.md, "Which activity is
+    /// current"): each publisher holds one activity, and resigning hands back to the
+    /// one offered before. By default the program's name.
+    public let publisher: String?
     private let connection: StreamConnection
     private var nextID: Int64 = 0
     private let exchange = NSLock()
@@ -37,12 +41,23 @@ public final class HandoffClient: @unchecked Sendable {
     /// Connects to `socketPath`, else `$HANDOFF_SOCKET`, else the default path.
     /// Refuses a socket whose directory another user could write (or is a
     /// symbolic link), and a listener that runs as another user.
-    public init(socketPath: String? = nil) throws(HandoffError) {
+    public init(socketPath: String? = nil, publisher: String? = HandoffClient.programName) throws(HandoffError) {
         let path = socketPath ?? LocalAPIPath.socketPath(environment: ProcessInfo.processInfo.environment,
                                                          uid: getuid(), isClient: true)
+        guard publisher.map(PublisherStack<Activity>.validName) ?? true else {
+            throw HandoffError(.invalidRequest, "The publisher name '\(publisher ?? "")' is not 1 to \(PublisherStack<Activity>.maximumNameBytes) printable ASCII characters.",
+                               fix: "Give HandoffClient a short name without spaces.")
+        }
+        self.publisher = publisher
         self.socketPath = path
         let connection = try Self.connectChecked(path: path)
         self.connection = connection
+    }
+
+    /// The running program's file name, when it is a valid publisher name.
+    public static var programName: String? {
+        let name = CommandLine.arguments.first.map { String($0.split(separator: "/").last ?? "") }
+        return name.flatMap { PublisherStack<Activity>.validName($0) ? $0 : nil }
     }
 
     /// Connects to the daemon's socket at `path` after checking its directory, and
@@ -206,13 +221,13 @@ extension HandoffClient {
     public func publish(_ activity: Activity) throws(HandoffError) -> PublishReceipt {
         try activity.validate()
         let payload = try Self.seal(activity.encodedPayload())
-        return try PublishReceipt(json: send(.publish(.descriptor(0)), passing: payload).json, context: "the publish receipt")
+        return try PublishReceipt(json: send(.publish(.descriptor(0), publisher: publisher), passing: payload).json, context: "the publish receipt")
     }
 
     /// Publishes an activity given in JSON (scripts, small activities).
     @discardableResult
     public func publish(json activity: Activity) throws(HandoffError) -> PublishReceipt {
-        try PublishReceipt(json: request(.publish(.json(activity))), context: "the publish receipt")
+        try PublishReceipt(json: request(.publish(.json(activity), publisher: publisher)), context: "the publish receipt")
     }
 
     static func seal(_ bytes: [UInt8]) throws(HandoffError) -> PayloadBuffer {
@@ -225,8 +240,17 @@ extension HandoffClient {
         }
     }
 
-    public func resign() throws(HandoffError) { try request(.resign) }
-    public func invalidate() throws(HandoffError) { try request(.invalidate) }
+    /// Stops offering this publisher's activity; true when it was offered.
+    @discardableResult
+    public func resign() throws(HandoffError) -> Bool { try request(.resign(publisher: publisher))["resigned"] == .bool(true) }
+    /// Ends this publisher's activity; true when it had one.
+    @discardableResult
+    public func invalidate() throws(HandoffError) -> Bool { try request(.invalidate(publisher: publisher))["invalidated"] == .bool(true) }
+    /// Offers this publisher's resigned activity again.
+    @discardableResult
+    public func becomeCurrent() throws(HandoffError) -> PublishReceipt {
+        try PublishReceipt(json: request(.becomeCurrent(publisher: publisher)), context: "the publish receipt")
+    }
 
     /// Peers in range, each with its current offer (or none).
     public func list() throws(HandoffError) -> [PeerEntry] {

@@ -4,6 +4,8 @@ import HandoffCore
 /// Every command's declaration: parsing and help both come from here.
 enum Commands {
     static let json = CommandSpec.Option("json", help: "Print JSON (for scripts).")
+    static let publisher = CommandSpec.Option("publisher", value: "NAME",
+                                              help: "Whose activity (default handoff-peer): each publisher holds one; see 'Which activity is current' in Docs/LOCAL-API.md.")
 
     static let all: [CommandSpec] = [
         CommandSpec(name: "list", abstract: "List peers in range, the activity each offers, and where accepting it continues it.", options: [json],
@@ -28,11 +30,13 @@ enum Commands {
                         .init("url", value: "URL", help: "webpageURL (http or https)."),
                         .init("content-id", value: "ID", help: "targetContentIdentifier, e.g. document:3F2A."),
                         .init("expires", value: "SECONDS", help: "Stop offering it after this many seconds."),
+                        publisher,
                         json,
                     ],
                     discussion: "Warns on stderr when userInfo is above Apple's 3 KB guidance; refuses it above the hard limit (64 MiB)."),
-        CommandSpec(name: "resign", abstract: "Stop offering the current activity for now."),
-        CommandSpec(name: "invalidate", abstract: "End the current activity; it cannot be made current again."),
+        CommandSpec(name: "resign", abstract: "Stop offering this publisher's activity for now; the one offered before it becomes current again.",
+                    options: [publisher]),
+        CommandSpec(name: "invalidate", abstract: "End this publisher's activity; it cannot be made current again.", options: [publisher]),
         CommandSpec(name: "status", abstract: "Show this daemon's identity, discovery, peers and dropped-message counters.", options: [json]),
         CommandSpec(name: "pair", abstract: "Pair with another host: both show the same six-digit code; confirm it on both.",
                     arguments: [.init("PEER", optional: true, help: "The host to pair with (name or device id, as it announces while its pairing is open). Leave out on the host that waits.")],

@@ -11,7 +11,7 @@ struct Runner {
     var wantsJSON: Bool { arguments.flag("json") }
 
     init(socketPath: String?, arguments: ParsedArguments) throws(HandoffError) {
-        client = try HandoffClient(socketPath: socketPath)
+        client = try HandoffClient(socketPath: socketPath, publisher: arguments.value("publisher") ?? "handoff-peer")
         self.arguments = arguments
     }
 
@@ -23,11 +23,9 @@ struct Runner {
             print("Declined the current offer of \(try client.decline(peer: arguments.positionals[0])).")
         case "publish": try publish()
         case "resign":
-            let result = try client.request(.resign)
-            print(result["resigned"] == .bool(true) ? "Resigned: no longer offered." : "Nothing was being offered.")
+            print(try client.resign() ? "Resigned: no longer offered." : "Nothing was being offered.")
         case "invalidate":
-            let result = try client.request(.invalidate)
-            print(result["invalidated"] == .bool(true) ? "Invalidated." : "Nothing to invalidate.")
+            print(try client.invalidate() ? "Invalidated." : "Nothing to invalidate.")
         case "status": try status()
         case "pair": return try pair()
         case "devices": try devices()
@@ -70,6 +68,10 @@ struct Runner {
             ])
         }
         printTable(rows)
+        // What this host offers in turn, and which publisher it comes from (the most recent action wins).
+        if let current = try? client.request(.status)["current"], let type = current["type"]?.stringValue {
+            print("\nOffered from here: \(safe(type)) from \(safe(current["publisher"]?.stringValue ?? "?"))")
+        }
     }
 
     /// Where accepting an offer continues it, for `list`.
@@ -188,11 +190,15 @@ struct Runner {
         print("Bluetooth:  \(safe(status["bluetooth"]?["state"]?.stringValue ?? "?"))")
         print("Paired:     \(status["trustedDevices"]?.integerValue ?? 0) device(s); \(status["peers"]?.integerValue ?? 0) in range")
         if let current = status["current"], current != .null, status["offering"] == .bool(true) {
-            print("Offering:   \(current["type"]?.stringValue ?? "") (sequence \(current["sequence"]?.integerValue ?? 0))")
+            print("Offering:   \(current["type"]?.stringValue ?? "") from \(safe(current["publisher"]?.stringValue ?? "?")) (sequence \(current["sequence"]?.integerValue ?? 0))")
         } else if let current = status["current"], current != .null {
             print("Offering:   nothing: Handoff is off (\(current["type"]?.stringValue ?? "") is kept and offered again once enabled)")
         } else {
             print("Offering:   nothing")
+        }
+        // The most recent user action wins; a resign hands back to the next one still offered.
+        for entry in (status["publishers"]?.arrayValue ?? []) where entry["state"] != .string("current") {
+            print("            then \(safe(entry["publisher"]?.stringValue ?? "?")): \(safe(entry["type"]?.stringValue ?? "")) (\(entry["state"]?.stringValue ?? ""))")
         }
         let drops = status["drops"]?.objectValue ?? [:]
         let counts = drops.keys.sorted().map { "\($0) \(drops[$0]?.integerValue ?? 0)" }.joined(separator: ", ")

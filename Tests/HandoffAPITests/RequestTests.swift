@@ -7,9 +7,9 @@ import Testing
 let sampleRequests: [Request] = [
     .hello,
     .publish(.json(Activity(type: "org.example.reader", title: "Ch. 3", userInfo: ["page": .integer(3), "blob": .data([0, 1, 255])],
-                            targetContentIdentifier: "document:3F2A", webpageURL: "https://example.org/a", expiresAtMillis: 1_796_010_000_000))),
-    .publish(.descriptor(0)),
-    .becomeCurrent, .resign, .invalidate, .list,
+                            targetContentIdentifier: "document:3F2A", webpageURL: "https://example.org/a", expiresAtMillis: 1_796_010_000_000)), publisher: "handoff-reader"),
+    .publish(.descriptor(0), publisher: nil),
+    .becomeCurrent(publisher: "browser-firefox"), .resign(publisher: nil), .invalidate(publisher: "documents"), .list,
     .accept(peer: "laptop-a", requireApp: true, payload: true),
     .accept(peer: "K7QM", requireApp: false, payload: false),
     .decline(peer: "laptop-a"), .status, .id,
@@ -45,7 +45,7 @@ func decodeError(_ text: String) -> RequestFailure? {
         let accept = try RequestEnvelope.decode(line: Array(#"{"op":"accept","id":1,"peer":"laptop-a"}"#.utf8)).get()
         #expect(accept == RequestEnvelope(id: 1, version: nil, request: .accept(peer: "laptop-a", requireApp: false, payload: false)))
         let publish = try RequestEnvelope.decode(line: Array(#"{"op":"publish","activity":{"type":"org.example.bench","title":"run 1","userInfo":{"n":1}}}"#.utf8)).get()
-        #expect(publish.request == .publish(.json(Activity(type: "org.example.bench", title: "run 1", userInfo: ["n": .integer(1)]))))
+        #expect(publish.request == .publish(.json(Activity(type: "org.example.bench", title: "run 1", userInfo: ["n": .integer(1)])), publisher: nil))
         let declare = try RequestEnvelope.decode(line: Array(#"{"op": "declare", "app": "handoff-check", "types": ["a.b"]}"#.utf8)).get()
         #expect(declare.request == .declare(app: "handoff-check", types: ["a.b"], desktopID: nil, payloads: false))
     }
@@ -77,6 +77,11 @@ func decodeError(_ text: String) -> RequestFailure? {
         #expect(decodeError(#"{"op":"pairListen","timeoutSeconds":0}"#)?.error.message == "\"timeoutSeconds\" must be 1 to 3600.")
         #expect(decodeError(#"{"op":"declare","app":"A","types":[1]}"#)?.error.message == "\"types\" must hold strings.")
         #expect(decodeError(#"{"op":"publish"}"#)?.error.code == .invalidRequest)
+        // A publisher name is short printable ASCII, and only the ops that offer take one.
+        #expect(decodeError(#"{"op":"resign","publisher":"two words"}"#)?.error.message.contains("printable ASCII") == true)
+        #expect(decodeError(#"{"op":"resign","publisher":""}"#)?.error.code == .invalidRequest)
+        #expect(decodeError(#"{"op":"resign","publisher":"\#(String(repeating: "x", count: 65))"}"#)?.error.code == .invalidRequest)
+        #expect(decodeError(#"{"op":"status","publisher":"a"}"#)?.error.message.contains("Only publish, becomeCurrent, resign and invalidate") == true)
         // The activity's own checks keep their code and key path.
         let bad = decodeError(#"{"op":"publish","activity":{"type":"a.b","userInfo":{"a":{"b":[1,null]}}}}"#)
         #expect(bad?.error.code == .invalidActivity)

@@ -405,24 +405,63 @@ class VMBluetooth(unittest.TestCase):
 
     def test_9c_discoverable_adapter_withdraws_the_beacon(self):
         hears("laptop-b", "laptop-a")
-        with open(f"{OUT}/bluetoothd.pid") as file:
-            bluetoothd = int(file.read())
+        bluetoothd = bluetoothd_pid()
         set_adapter("hci0", "Discoverable", True)
-        # bluetoothd re-adds every registered advertisement when Discoverable changes; in
-        # BlueZ before 5.74 a failure there aborts bluetoothd (commit 6b5447583), as it did
-        # here. The lab then restarts it, as systemd would with Restart=on-failure.
-        status = wait_until("a to withdraw its beacon (or bluetoothd to go)", lambda: (s := bluetooth_status("laptop-a")) and
-                            ("discoverable" in s["state"] or "not running" in s["state"]) and s, timeout=30)
-        if not alive(bluetoothd):
-            self.record("bluetoothd 5.66 aborted on the Discoverable refresh of a registered advertisement (fixed in BlueZ 5.74)")
-            restart_bluetoothd(stopped=True)
-            status = wait_until("a to withdraw its beacon on the discoverable adapter",
-                                lambda: (s := bluetooth_status("laptop-a")) and "discoverable" in s["state"] and s, timeout=60)
+        # bluetoothd refreshes every registered advertisement when Discoverable changes; handoffd
+        # withdraws its beacon only once that refresh is over (AdvertisementRegistration).
+        status = wait_until("a to withdraw its beacon on the discoverable adapter",
+                            lambda: (s := bluetooth_status("laptop-a")) and "discoverable" in s["state"] and s, timeout=30)
         self.assertFalse(status["available"])
         wait_until("b to stop listing a as near", lambda: not near("laptop-b", "laptop-a"), timeout=20)
         set_adapter("hci0", "Discoverable", False)
         wait_until("a to advertise again", lambda: bluetooth_status("laptop-a")["available"], timeout=60)
         hears("laptop-b", "laptop-a", timeout=60)
+        self.assertTrue(alive(bluetoothd), "bluetoothd died")
+
+    def test_9d_bluetoothd_survives_toggles_power_cycles_and_restarts(self):
+        # What a settings panel and a user do while handoffd advertises. bluetoothd before 5.74
+        # aborts when a refresh of a registered advertisement fails (BlueZ 6b5447583), and before
+        # 5.73 frees a client its refresh still uses (c01c40498).
+        hears("laptop-b", "laptop-a")
+        bluetoothd = bluetoothd_pid()
+        failures_before = bluetoothd_failures()
+        gaps = [0, 0.3, 1.5]
+        for toggle in range(50):
+            set_adapter("hci0", "Discoverable", toggle % 2 == 0)
+            time.sleep(gaps[toggle % len(gaps)])
+            self.assertTrue(alive(bluetoothd), f"bluetoothd died at discoverable toggle {toggle + 1}")
+        set_adapter("hci0", "Discoverable", False)
+        for cycle in range(20):
+            set_adapter("hci0", "Powered", False)
+            set_adapter("hci0", "Powered", True)
+            # At once, while handoffd registers its beacon again.
+            set_adapter("hci0", "Discoverable", True)
+            set_adapter("hci0", "Discoverable", False)
+            self.assertTrue(alive(bluetoothd), f"bluetoothd died at power cycle {cycle + 1}")
+        for restart in range(5):
+            self.daemons.stop("laptop-a")
+            self.daemons.start("laptop-a")
+            wait_until("a to advertise", lambda: bluetooth_status("laptop-a")["available"], timeout=60)
+            set_adapter("hci0", "Discoverable", True)
+            set_adapter("hci0", "Discoverable", False)
+            self.assertTrue(alive(bluetoothd), f"bluetoothd died at handoffd restart {restart + 1}")
+        self.assertEqual(bluetoothd_pid(), bluetoothd)
+        self.assertEqual(bluetoothd_failures(), failures_before, "bluetoothd failed to add or refresh an advertisement")
+        wait_until("a to advertise again", lambda: bluetooth_status("laptop-a")["available"], timeout=60)
+        hears("laptop-b", "laptop-a", timeout=60)
+        self.record("bluetoothd survived 50 discoverable toggles (gaps 0, 0.3, 1.5 s), 20 power cycles each followed by a toggle, "
+                    "and 5 handoffd restarts each followed by a toggle, with handoffd advertising: same pid, no failed refresh")
+
+
+def bluetoothd_pid():
+    with open(f"{OUT}/bluetoothd.pid") as file:
+        return int(file.read())
+
+
+def bluetoothd_failures():
+    """bluetoothd's "Failed to add advertisement" lines: each is a refresh or registration the kernel refused."""
+    with open(f"{OUT}/bluetoothd.log", errors="replace") as file:
+        return sum("Failed to add advertisement" in line for line in file)
 
 
 @unittest.skipUnless(os.environ.get("HANDOFF_VM_CAPTURE") and os.path.exists(f"{OUT}/btmon.snoop"),
