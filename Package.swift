@@ -70,10 +70,14 @@ let package = Package(
         // (whole-module, release) without finishing; the agent waits on D-Bus, not the CPU.
         .target(name: "HandoffNotify", dependencies: ["CSystemd", "HandoffDBus", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"],
                 swiftSettings: [.unsafeFlags(["-Onone"], .when(configuration: .release))]),
-        .executableTarget(name: "handoff-notify", dependencies: ["HandoffNotify", "HandoffCore"]),
+        // The documents publisher and receiver (the recently-used list), in the session. Its program is
+        // handoff-notify called as handoff-documents (a link): one binary for both session agents.
+        .target(name: "HandoffDocuments", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore"]),
+        .executableTarget(name: "handoff-notify", dependencies: ["HandoffNotify", "HandoffDocuments", "HandoffCore"]),
         // Example app using HandoffKit end to end (Examples/Reader).
         .executableTarget(name: "handoff-reader", dependencies: ["HandoffKit", "HandoffCore"], path: "Examples/Reader",
                           exclude: ["handoff-reader.desktop"]),
+        .testTarget(name: "HandoffDocumentsTests", dependencies: ["HandoffDocuments", "HandoffCore"]),
         .testTarget(name: "HandoffNotifyTests", dependencies: ["HandoffNotify", "HandoffAPI", "HandoffCore"]),
         .testTarget(name: "HandoffKitTests", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
         .testTarget(name: "HandoffAPITests", dependencies: ["HandoffAPI", "HandoffCore"]),

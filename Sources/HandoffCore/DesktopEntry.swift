@@ -44,4 +44,34 @@ public struct DesktopEntry: Equatable, Sendable {
     public var exec: String? { fields["Exec"] }
     /// `Hidden=true` means the entry was deleted by the user (Desktop Entry Specification).
     public var isHidden: Bool { fields["Hidden"] == "true" }
+
+    /// The words of an `Exec=` value with quoting honoured and field codes (%u, %f, ...)
+    /// kept as words (Desktop Entry Specification, "The Exec key").
+    public static func execWords(_ exec: String) -> [String] {
+        var words: [String] = []
+        var current = ""
+        var quoted = false
+        var escaped = false
+        var started = false
+        for character in exec {
+            if escaped {
+                current.append(character)
+                escaped = false
+            } else if character == "\\" && quoted {
+                escaped = true
+            } else if character == "\"" {
+                quoted.toggle()
+                started = true
+            } else if character == " " && !quoted {
+                if started { words.append(current) }
+                current = ""
+                started = false
+            } else {
+                current.append(character)
+                started = true
+            }
+        }
+        if started { words.append(current) }
+        return words
+    }
 }

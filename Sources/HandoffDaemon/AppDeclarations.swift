@@ -99,31 +99,7 @@ struct AppDeclarations {
     /// The command line of an `Exec=` value, with the field codes (%u, %f, ...) removed
     /// and quoting honoured (Desktop Entry Specification, "The Exec key").
     static func commandLine(exec: String) -> [String] {
-        var words: [String] = []
-        var current = ""
-        var quoted = false
-        var escaped = false
-        var started = false
-        for character in exec {
-            if escaped {
-                current.append(character)
-                escaped = false
-            } else if character == "\\" && quoted {
-                escaped = true
-            } else if character == "\"" {
-                quoted.toggle()
-                started = true
-            } else if character == " " && !quoted {
-                if started { words.append(current) }
-                current = ""
-                started = false
-            } else {
-                current.append(character)
-                started = true
-            }
-        }
-        if started { words.append(current) }
-        return words.filter { !($0.count == 2 && $0.hasPrefix("%")) }.map { $0.replacingOccurrences(of: "%%", with: "%") }
+        DesktopEntry.execWords(exec).filter { !($0.count == 2 && $0.hasPrefix("%")) }.map { $0.replacingOccurrences(of: "%%", with: "%") }
     }
 
     func allTypes() -> Set<String> {

@@ -135,20 +135,24 @@ public final class HandoffApp: Sendable {
 
     /// Delivers events to `handler` on a background thread until the daemon goes away.
     public func run(handler: ContinuationHandler) {
-        let thread = Thread { [self] in
-            while true {
-                let received: ReceivedEvent?
-                do { received = try events.nextEvent() } catch { received = nil }
-                guard let received else {
-                    deliver(tracker.withLock { $0.connectionLost() }, to: handler)
-                    return
-                }
-                guard let event = received.event else { continue }
-                deliver(tracker.withLock { $0.handle(event, payload: received.payload) }, to: handler)
-            }
-        }
+        let thread = Thread { [self] in serve(handler: handler) }
         thread.name = "handoffkit events"
         thread.start()
+    }
+
+    /// Delivers events to `handler` on the calling thread; returns when the daemon goes away
+    /// (after failing what was under way), so an agent can connect again.
+    public func serve(handler: ContinuationHandler) {
+        while true {
+            let received: ReceivedEvent?
+            do { received = try events.nextEvent() } catch { received = nil }
+            guard let received else {
+                deliver(tracker.withLock { $0.connectionLost() }, to: handler)
+                return
+            }
+            guard let event = received.event else { continue }
+            deliver(tracker.withLock { $0.handle(event, payload: received.payload) }, to: handler)
+        }
     }
 
     private func deliver(_ callbacks: [ContinuationTracker.Callback], to handler: ContinuationHandler) {

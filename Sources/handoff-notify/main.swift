@@ -2,7 +2,13 @@ import Dispatch
 import Foundation
 import Glibc
 import HandoffCore
+import HandoffDocuments
 import HandoffNotify
+
+// One program for both session agents: called as handoff-documents (a link), it is the documents agent.
+if CommandLine.arguments.first.map({ $0.split(separator: "/").last == "handoff-documents" }) == true {
+    DocumentsCommand.main(arguments: Array(CommandLine.arguments.dropFirst()))
+}
 
 let spec = CommandSpec(
     name: "handoff-notify",

@@ -1,0 +1,79 @@
+import Foundation
+import Glibc
+import HandoffCore
+import HandoffKit
+
+/// `handoff-documents`: the documents agent's command line (Docs/APPS.md, "Documents").
+public enum DocumentsCommand {
+    public static let spec = CommandSpec(
+        name: "handoff-documents",
+        abstract: "handoff-documents: offers the document you last opened or saved (the freedesktop recently-used list) to paired laptops, and saves and opens documents continued here.",
+        options: [
+            .init("socket", value: "PATH", help: "handoffd's local API socket (default: $HANDOFF_SOCKET, else $XDG_RUNTIME_DIR/handoff/handoffd.sock)."),
+        ],
+        discussion: """
+        Started with the desktop session (XDG autostart). Never offers files outside the home directory,
+        under a hidden directory (~/.ssh, ~/.gnupg, any dot-directory) or hidden files, or above the size limit.
+        Settings: $XDG_CONFIG_HOME/handoff/documents.conf (default ~/.config/handoff/documents.conf), lines of
+          documents = on|off       the whole feature (default on)
+          max-size-mib = N         the largest document offered (default 16, at most 48)
+          exclude-app = NAME       never offer files opened in this app (as the list names it, e.g. Mousepad)
+          exclude-dir = PATH       never offer files under this directory (~/ allowed)
+        Continued documents are saved at the same path under the home directory when it is free or holds the
+        same bytes, else as "NAME (from DEVICE).EXT" beside it, and opened in the same app when it is installed.
+        Exit status: 0 when switched off, 1 when it cannot start, 64 on misuse.
+        """)
+
+    public static func main(arguments: [String]) -> Never {
+        let parsed: ParsedArguments
+        do {
+            parsed = try spec.parse(arguments)
+        } catch {
+            printError("Error: \(error)\nUsage: \(spec.usage)\nSee 'handoff-documents --help'.")
+            exit(UsageError.exitCode)
+        }
+        if parsed.wantsHelp {
+            print(spec.help, terminator: "")
+            exit(0)
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let configuration = DocumentsAgent.Configuration(socketPath: parsed.value("socket"), environment: environment) { line in
+            printError("handoff-documents: \(line)")
+        }
+        let agent = DocumentsAgent(configuration: configuration)
+        do throws(HandoffError) {
+            guard try agent.settings().enabled else {
+                printError("handoff-documents: documents are off (\(configuration.settingsPath)); exiting.")
+                exit(0)
+            }
+        } catch {
+            printError("Error: \(error.message)\nFix: \(error.fix)")
+            exit(1)
+        }
+        // Openers started for continued documents are not waited for: the kernel reaps them.
+        signal(SIGCHLD, SIG_IGN)
+        let receiver = DocumentReceiver(configuration: configuration, environment: environment)
+        let receiving = Thread {
+            // Declares the type while handoffd runs; waits for it (and for a restart) otherwise.
+            while true {
+                if let app = try? HandoffApp(name: "handoff-documents", types: [documentActivityType], socketPath: configuration.socketPath) {
+                    app.serve(handler: receiver)
+                }
+                sleep(2)
+            }
+        }
+        receiving.name = "documents receive"
+        receiving.start()
+        do throws(HandoffError) {
+            try agent.watch()
+        } catch {
+            printError("Error: \(error.message)\nFix: \(error.fix)")
+            exit(1)
+        }
+        exit(0)
+    }
+
+    static func printError(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+}
