@@ -16,7 +16,16 @@ struct AppDeclarations {
     }
 
     /// Run-time registrations, by local API connection.
-    var registered: [ObjectIdentifier: (app: String, types: Set<String>)] = [:]
+    var registered: [ObjectIdentifier: Registration] = [:]
+
+    /// What a connection declared: kept whole, so a `subscribe` that comes after the
+    /// `declare` still gets the payloads and the continuation kept for it.
+    struct Registration {
+        var app: String
+        var types: Set<String>
+        var desktopID: String?
+        var payloads: Bool
+    }
     /// The disk's declarations (a reference: read from non-mutating checks on the daemon's actor only).
     let disk = DiskDeclarations()
 

@@ -156,10 +156,14 @@ extension Daemon {
         case let .openStream(peer, sequence): return plain(try await openStream(peer: peer, sequence: sequence, connection: connection))
         case let .subscribe(payloads):
             nextSubscriberID += 1
-            let sink = EventSink(connection: connection, wantsPayloads: payloads)
+            let declared = declarations.registered[ObjectIdentifier(connection)]
+            let sink = EventSink(connection: connection, wantsPayloads: payloads || declared?.payloads == true)
             subscribers[nextSubscriberID] = sink
             // Through the sink, so the reply comes before the first event.
             _ = sink.send(line: JSONWriter.line(Reply(id: id, outcome: .success(["subscribed": true])).json))
+            if let declared {
+                deliverPending(to: connection, app: declared.app, desktopID: declared.desktopID, types: declared.types)
+            }
             return nil
         }
     }
@@ -239,7 +243,9 @@ extension Daemon {
             types.insert(type)
         }
         // Held while this connection stays open: an app that quits stops declaring.
-        declarations.registered[ObjectIdentifier(connection)] = (app, types)
+        declarations.registered[ObjectIdentifier(connection)] = .init(app: app, types: types, desktopID: desktopID, payloads: payloads)
+        // Either order works: subscribed first, the payloads wish and the kept continuation apply now;
+        // else when it subscribes (Docs/LOCAL-API.md, "declare").
         if payloads, let sink = subscribers.values.first(where: { $0.connection === connection }) { sink.wantsPayloads = true }
         log.info("app \(app) declares \(types.count) activity type(s)")
         deliverPending(to: connection, app: app, desktopID: desktopID, types: types)

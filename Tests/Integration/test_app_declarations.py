@@ -107,6 +107,52 @@ class AppDeclarations(unittest.TestCase):
         finally:
             os.remove(path)
 
+    def test_4_an_app_that_declares_before_it_subscribes_still_gets_its_continuation(self):
+        # The order the local API once required undocumented (issue 24): declare, then subscribe.
+        launched = os.path.join(LAB_DIR, "laptop-b", "declare-first.log")
+        script = os.path.join(LAB_DIR, "laptop-b", "declare-first.py")
+        with open(script, "w") as f:
+            f.write(DECLARE_FIRST_APP)
+        path = write_desktop(HOME_APPS, "declare-first.desktop", "Declare First", f"python3 {script} {launched}")
+        try:
+            wait("the new declaration", lambda: declared_by("Declare First"))
+            time.sleep(1)  # past the probes' connection rate
+            peer("laptop-b", "accept", "laptop-a")
+            wait_until("the started app to get the continuation with its payload",
+                       lambda: "continued with payload" in (open(launched).read() if os.path.exists(launched) else ""), timeout=15)
+        finally:
+            os.remove(path)
+
+
+# An app in a few lines of Python speaking the local API: declare (with payloads), then subscribe.
+DECLARE_FIRST_APP = r"""
+import array, json, os, socket, sys
+log = open(sys.argv[1], "a")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(os.environ["HANDOFF_SOCKET"])
+def send(request):
+    s.sendall((json.dumps(request) + "\n").encode())
+send({"op": "declare", "id": 1, "app": "Declare First", "types": ["org.example.handoff-reader.document"],
+      "desktopId": os.environ.get("HANDOFF_DESKTOP_ID"), "payloads": True})
+send({"op": "subscribe", "id": 2})
+buffer, descriptors = b"", []
+while True:
+    data, fds, _, _ = socket.recv_fds(s, 65536, 4)
+    if not data:
+        break
+    buffer += data
+    descriptors += fds
+    while b"\n" in buffer:
+        line, buffer = buffer.split(b"\n", 1)
+        message = json.loads(line)
+        log.write(json.dumps(message) + "\n")
+        if message.get("event") == "continued":
+            log.write("continued with payload\n" if descriptors else "continued without payload\n")
+            log.flush()
+            sys.exit(0)
+    log.flush()
+"""
+
 
 if __name__ == "__main__":
     unittest.main()
