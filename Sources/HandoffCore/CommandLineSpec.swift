@@ -40,6 +40,9 @@ public struct CommandSpec: Sendable {
         self.discussion = discussion
     }
 
+    /// `--version`, for a program's top-level spec: print HandoffVersion's line and exit 0.
+    public static let versionOption = Option("version", help: "Print the version and exit.")
+
     public var usage: String {
         var parts = [name]
         if options.count > 1 { parts.append("[options]") }
@@ -107,7 +110,7 @@ public struct CommandSpec: Sendable {
                 index += 1
             }
         }
-        if parsed.flags.contains("help") { return parsed }
+        if parsed.flags.contains("help") || parsed.flags.contains("version") { return parsed }
         let required = arguments.filter { !$0.optional }.count
         if parsed.positionals.count < required {
             throw .missingArgument(arguments[parsed.positionals.count].name)
@@ -134,6 +137,7 @@ public struct ParsedArguments: Sendable {
     public init() {}
 
     public var wantsHelp: Bool { flags.contains("help") }
+    public var wantsVersion: Bool { flags.contains("version") }
     public func flag(_ name: String) -> Bool { flags.contains(name) }
     public func value(_ name: String) -> String? { values[name] }
 }

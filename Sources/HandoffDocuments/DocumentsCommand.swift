@@ -9,6 +9,7 @@ public enum DocumentsCommand {
         name: "handoff-documents",
         abstract: "handoff-documents: offers the document you last opened or saved (the freedesktop recently-used list) to paired laptops, and saves and opens documents continued here.",
         options: [
+            CommandSpec.versionOption,
             .init("socket", value: "PATH", help: "handoffd's local API socket (default: $HANDOFF_SOCKET, else $XDG_RUNTIME_DIR/handoff/handoffd.sock)."),
         ],
         discussion: """
@@ -34,6 +35,10 @@ public enum DocumentsCommand {
         }
         if parsed.wantsHelp {
             print(spec.help, terminator: "")
+            exit(0)
+        }
+        if parsed.wantsVersion {
+            print(HandoffVersion.line(program: spec.name))
             exit(0)
         }
         let environment = ProcessInfo.processInfo.environment

@@ -9,6 +9,7 @@ let spec = CommandSpec(
     name: "handoff-ble-check",
     abstract: "handoff-ble-check: check Bluetooth for Handoff: what bluetoothd offers, then advertise a test beacon and scan for a few seconds.",
     options: [
+        CommandSpec.versionOption,
         .init("adapter", value: "HCI", help: "The adapter to check through bluetoothd (default: the lowest-numbered one, as handoffd takes)."),
         .init("hci", value: "DEVICE", help: "Check raw HCI instead: hciN (a controller bluetoothd does not manage; needs CAP_NET_RAW and CAP_NET_ADMIN) or unix:PATH (the lab's emulator)."),
         .init("seconds", value: "N", help: "How long to advertise and scan (default 5)."),
@@ -41,6 +42,10 @@ do {
 }
 if arguments.wantsHelp {
     print(spec.help, terminator: "")
+    exit(0)
+}
+if arguments.wantsVersion {
+    print(HandoffVersion.line(program: spec.name))
     exit(0)
 }
 guard let seconds = Double(arguments.value("seconds") ?? "5"), seconds > 0, seconds <= 120 else {

@@ -14,6 +14,7 @@ let spec = CommandSpec(
     name: "handoff-notify",
     abstract: "handoff-notify: shows what paired devices near this one offer as desktop notifications, with Continue and Not now.",
     options: [
+        CommandSpec.versionOption,
         .init("socket", value: "PATH", help: "handoffd's local API socket (default: $HANDOFF_SOCKET, else $XDG_RUNTIME_DIR/handoff/handoffd.sock)."),
         .init("no-notifications", help: "Show none: exit at once, as 'notifications = off' in the settings file does."),
     ],
@@ -39,6 +40,10 @@ do {
 }
 if arguments.wantsHelp {
     print(spec.help, terminator: "")
+    exit(0)
+}
+if arguments.wantsVersion {
+    print(HandoffVersion.line(program: spec.name))
     exit(0)
 }
 

@@ -75,7 +75,8 @@ enum Commands {
     static let global = CommandSpec(
         name: "handoff-peer",
         abstract: "handoff-peer: continue on this Linux host what you were doing on another one.",
-        options: [.init("socket", value: "PATH", help: "handoffd's local API socket (default $HANDOFF_SOCKET, then $XDG_RUNTIME_DIR/handoff/handoffd.sock, then /run/handoff/handoffd.sock for root, else /tmp/handoff-UID/handoffd.sock).")])
+        options: [.init("socket", value: "PATH", help: "handoffd's local API socket (default $HANDOFF_SOCKET, then $XDG_RUNTIME_DIR/handoff/handoffd.sock, then /run/handoff/handoffd.sock for root, else /tmp/handoff-UID/handoffd.sock)."),
+                  CommandSpec.versionOption])
 
     static var overview: String {
         var text = "\(global.abstract)\n\nUsage: handoff-peer [--socket PATH] COMMAND [options]\n\nCommands:\n"

@@ -38,6 +38,9 @@ while let first = tokens.first, first.hasPrefix("-") {
     if first == "--help" || first == "-h" {
         print(Commands.overview, terminator: "")
         exit(ExitCode.success)
+    } else if first == "--version" {
+        print(HandoffVersion.line(program: "handoff-peer"))
+        exit(ExitCode.success)
     } else if first == "--socket" {
         guard let value = tokens.first else { usageFailure(.missingValue(option: "--socket", valueName: "PATH"), command: nil) }
         socketPath = value

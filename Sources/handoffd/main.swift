@@ -14,6 +14,7 @@ let spec = CommandSpec(
     name: "handoffd",
     abstract: "handoffd: the Handoff daemon. Announces this host, lists what trusted peers offer, serves and fetches activities.",
     options: [
+        CommandSpec.versionOption,
         .init("state-dir", value: "DIR", help: "Identity and trust store (default $XDG_STATE_HOME/handoff, /var/lib/handoff as root)."),
         .init("socket", value: "PATH", help: "Local API socket (default $XDG_RUNTIME_DIR/handoff/handoffd.sock)."),
         .init("name", value: "NAME", help: "Device name shown to trusted peers (default: the host name)."),
@@ -61,6 +62,10 @@ do {
 }
 if arguments.wantsHelp {
     print(spec.help, terminator: "")
+    exit(0)
+}
+if arguments.wantsVersion {
+    print(HandoffVersion.line(program: spec.name))
     exit(0)
 }
 

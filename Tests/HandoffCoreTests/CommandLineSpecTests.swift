@@ -139,6 +139,10 @@ import Testing
     @Test func helpSkipsPositionalChecks() throws {
         #expect(try Self.accept.parse(["-h"]).wantsHelp)
         #expect(try Self.accept.parse(["--help"]).wantsHelp)
+        // --version, where a spec has it, answers before arguments are checked.
+        let program = CommandSpec(name: "handoffd", abstract: "d", arguments: [.init("X", help: "x")], options: [CommandSpec.versionOption])
+        #expect(try program.parse(["--version"]).wantsVersion)
+        #expect(throws: UsageError.self) { try Self.accept.parse(["--version"]) }
         #expect(try Self.accept.parse(["a", "b", "c", "--help"]).wantsHelp)
         // Options are still checked before help is honoured.
         #expect(parseError(["--bogus", "-h"]) != nil)
