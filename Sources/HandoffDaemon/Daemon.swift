@@ -133,20 +133,46 @@ public actor Daemon {
     static let localConnectionLimits = ConnectionLimits(total: 128, perSource: 128)
     static let handshakeDeadlineMillis = 5_000
 
+    /// The transfer port (TCP), free on UDP too when mDNS brings unicast announcements
+    /// (the same number). The default taken is not fatal: another account's handoffd on this
+    /// laptop holds it, or another program does; a free pair is used instead, and peers learn
+    /// it from the announcements and the mDNS record as always. A --port given is used or fails.
+    func openTransferPort() throws(HandoffError) -> StreamListener {
+        let needsUDP = configuration.discovery.contains(.mdns)
+        let attempts = configuration.transferPortGiven ? 1 : 8
+        var failure = ""
+        for attempt in 0..<attempts {
+            let port = attempt == 0 ? configuration.transferPort : 0
+            let transfer: StreamListener
+            do {
+                transfer = try StreamListener.tcp(port: port)
+            } catch {
+                failure = "\(port)/tcp: \(error)"
+                continue
+            }
+            if !needsUDP || UnicastAnnouncer.canBind(port: transfer.port) {
+                if attempt > 0 {
+                    log.warning("port \(configuration.transferPort) is taken (\(failure)); using \(transfer.port) instead, which peers learn from announcements")
+                }
+                return transfer
+            }
+            failure = "\(transfer.port)/udp is in use"
+            transfer.stop()
+        }
+        throw HandoffError(.network, "Cannot open the transfer port: \(failure).",
+                           fix: configuration.transferPortGiven ? "Stop the program using the port or pass another with --port."
+                               : "Free a port (handoffd tried \(configuration.transferPort) and \(attempts - 1) others).")
+    }
+
     public func start() throws(HandoffError) {
         log.info("device id \(deviceID), name '\(configuration.name)', \(trust.entries.count) trusted device(s)")
-        do {
-            let transfer = try StreamListener.tcp(port: configuration.transferPort)
-            transferListener = transfer
-            transferPort = transfer.port
-            transfer.run(name: "transfer", limits: Self.transferConnectionLimits) { [self] connection in
-                // The handshake must finish within this, however slowly bytes trickle in.
-                connection.setDeadline(millisFromNow: Self.handshakeDeadlineMillis)
-                serve(connection)
-            }
-        } catch {
-            throw HandoffError(.network, "Cannot open the transfer port \(configuration.transferPort)/tcp: \(error).",
-                               fix: "Stop the program using the port or pass another with --port.")
+        let transfer = try openTransferPort()
+        transferListener = transfer
+        transferPort = transfer.port
+        transfer.run(name: "transfer", limits: Self.transferConnectionLimits) { [self] connection in
+            // The handshake must finish within this, however slowly bytes trickle in.
+            connection.setDeadline(millisFromNow: Self.handshakeDeadlineMillis)
+            serve(connection)
         }
         try startLocalAPI()
         if let watcher = DesktopFileWatcher(directories: AppDeclarations.applicationDirectories(), log: log) {

@@ -10,7 +10,11 @@ public struct DaemonConfiguration: Sendable {
     public var name: String
     public var interface: String?
     /// TCP port of the transfer socket; 0 picks a free one.
-    public var transferPort: UInt16 = 47181
+    public var transferPort: UInt16 = DaemonConfiguration.defaultTransferPort
+    /// Given on the command line: then it is used or handoffd fails. The default, taken (a second
+    /// account's handoffd on this laptop, or another program), gives way to a free port.
+    public var transferPortGiven = false
+    public static let defaultTransferPort: UInt16 = 47181
     public var multicast = MulticastDiscovery.Configuration()
     /// Which discovery paths run. mDNS brings unicast announcements with it.
     public var discovery: Set<DiscoveryPathName> = [.multicast, .mdns]

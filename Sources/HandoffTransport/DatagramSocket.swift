@@ -5,11 +5,16 @@ import HandoffCore
 /// Helpers shared by the UDP paths (multicast and unicast announcements).
 enum DatagramSocket {
     /// A UDP socket bound to `port` on every address of `family` (IPv6 only for AF_INET6).
-    static func open(family: Int32, port: UInt16, reusePort: Bool) throws(SystemError) -> Int32 {
+    /// `shared`: the multicast port, which every handoffd on this machine (any account) binds
+    /// and where each gets its own copy. A unicast port is never shared: with SO_REUSEADDR,
+    /// another account could bind it afterwards and take the datagrams meant for us.
+    static func open(family: Int32, port: UInt16, shared: Bool) throws(SystemError) -> Int32 {
         let fd = try systemCall("socket(UDP)") { socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
         do throws(SystemError) {
-            try setOption(fd, SOL_SOCKET, SO_REUSEADDR, Int32(1), "setsockopt(SO_REUSEADDR)")
-            if reusePort { try setOption(fd, SOL_SOCKET, SO_REUSEPORT, Int32(1), "setsockopt(SO_REUSEPORT)") }
+            if shared {
+                try setOption(fd, SOL_SOCKET, SO_REUSEADDR, Int32(1), "setsockopt(SO_REUSEADDR)")
+                try setOption(fd, SOL_SOCKET, SO_REUSEPORT, Int32(1), "setsockopt(SO_REUSEPORT)")
+            }
             if family == AF_INET6 { try setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, Int32(1), "setsockopt(IPV6_V6ONLY)") }
             try bindAnyAddress(fd, family: family, port: port, "bind(udp port \(port))")
             return fd

@@ -171,7 +171,7 @@ public final class MulticastDiscovery: DiscoveryPath {
     // MARK: - IPv4
 
     private func openIPv4(interfaces: [(name: String, index: UInt32)]) throws(SystemError) -> Int32 {
-        let fd = try DatagramSocket.open(family: AF_INET, port: configuration.port, reusePort: true)
+        let fd = try DatagramSocket.open(family: AF_INET, port: configuration.port, shared: true)
         do throws(SystemError) {
             for interface in interfaces { try joinIPv4(fd: fd, interface: interface) }
             try setOption(fd, Int32(IPPROTO_IP), IP_MULTICAST_TTL, Int32(1), "setsockopt(IP_MULTICAST_TTL)")
@@ -204,7 +204,7 @@ public final class MulticastDiscovery: DiscoveryPath {
     // MARK: - IPv6
 
     private func openIPv6(interfaces: [(name: String, index: UInt32)]) throws(SystemError) -> Int32 {
-        let fd = try DatagramSocket.open(family: AF_INET6, port: configuration.port, reusePort: true)
+        let fd = try DatagramSocket.open(family: AF_INET6, port: configuration.port, shared: true)
         do throws(SystemError) {
             for interface in interfaces { try joinIPv6(fd: fd, interface: interface) }
             try setOption(fd, Int32(IPPROTO_IPV6), IPV6_MULTICAST_HOPS, Int32(1), "setsockopt(IPV6_MULTICAST_HOPS)")

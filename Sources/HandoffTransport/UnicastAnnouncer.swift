@@ -24,6 +24,19 @@ public final class UnicastAnnouncer: DiscoveryPath {
         self.port = port
     }
 
+    /// Whether `port`/udp can be bound now on at least one family (as `start` needs): the
+    /// daemon picks its transfer port so that the same number is free on UDP too.
+    public static func canBind(port: UInt16) -> Bool {
+        var free = false
+        for family in [AF_INET, AF_INET6] {
+            if let fd = try? DatagramSocket.open(family: family, port: port, shared: false) {
+                close(fd)
+                free = true
+            }
+        }
+        return free
+    }
+
     public var state: String {
         state_.withLock { state in
             state.ipv6 < 0 && state.ipv4 < 0 ? "closed"
@@ -36,7 +49,7 @@ public final class UnicastAnnouncer: DiscoveryPath {
         var failures: [String] = []
         func open(_ family: Int32) -> Int32 {
             do {
-                return try DatagramSocket.open(family: family, port: port, reusePort: false)
+                return try DatagramSocket.open(family: family, port: port, shared: false)
             } catch {
                 failures.append("\(error)")
                 return -1

@@ -78,7 +78,10 @@ if configuration.name.isEmpty || configuration.name.utf8.count > Summary.nameByt
     fail("--name must be 1 to \(Summary.nameBytes) bytes without control characters.", usage: true)
 }
 configuration.interface = arguments.value("interface")
-if let port: UInt16 = number(arguments, "port", 0...65535) { configuration.transferPort = port }
+if let port: UInt16 = number(arguments, "port", 0...65535) {
+    configuration.transferPort = port
+    configuration.transferPortGiven = true
+}
 if let port: UInt16 = number(arguments, "discovery-port", 1...65535) { configuration.multicast.port = port }
 if let seconds: UInt64 = number(arguments, "announce-interval", 1...3600) { configuration.announceIntervalMillis = seconds * 1000 }
 if let seconds: UInt16 = number(arguments, "peer-ttl", 2...3600) { configuration.peerTTLSeconds = seconds }
