@@ -92,6 +92,21 @@ async function refresh() {
   offering = true;
 }
 
+// Runs in the page. Scrolls once the page has laid out, trying again for about
+// 2 s while the page is still shorter than the position (late images, scripts).
+function scrollTo(x, y) {
+  return new Promise((resolve) => {
+    let tries = 0;
+    const attempt = () => {
+      window.scrollTo(x, y);
+      const there = Math.abs(window.scrollX - x) < 2 && Math.abs(window.scrollY - y) < 2;
+      if (there || ++tries > 20) resolve(there);
+      else setTimeout(attempt, 100);
+    };
+    requestAnimationFrame(attempt);
+  });
+}
+
 // A continuation of a tab from the other laptop: a new tab in the front window,
 // scrolled to where it was there. The host sends each continuation once.
 async function onHostMessage(message) {
@@ -118,7 +133,7 @@ async function onHostMessage(message) {
     if (tabId !== tab.id || change.status !== "complete") return;
     api.tabs.onUpdated.removeListener(restore);
     try {
-      await api.scripting.executeScript({ target: { tabId }, func: (sx, sy) => window.scrollTo(sx, sy), args: [x, y] });
+      await api.scripting.executeScript({ target: { tabId }, func: scrollTo, args: [x, y] });
     } catch (error) {
       console.warn("handoff: cannot restore the scroll position:", error.message);
     }
@@ -127,7 +142,12 @@ async function onHostMessage(message) {
   api.tabs.onUpdated.addListener(restore);
 }
 
-api.tabs.onActivated.addListener(schedule);
+// Switching tabs is the person at this browser: it has focus again, even where
+// no focus event says so (X servers without a window manager send none).
+api.tabs.onActivated.addListener(() => {
+  focused = null;
+  schedule();
+});
 api.tabs.onUpdated.addListener((tabId, change, tab) => {
   if (tab.active && (change.status === "complete" || "title" in change || "url" in change)) schedule();
 });

@@ -69,7 +69,7 @@ def start_in_host(host, argv, env, log, fds=None):
 class Chromium:
     """Chromium with the unpacked extension, driven over --remote-debugging-pipe."""
 
-    def __init__(self, host, home, display, extension, log):
+    def __init__(self, host, home, display, extension, log, session_bus=None):
         self.host = host
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
@@ -78,7 +78,7 @@ class Chromium:
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--remote-debugging-pipe", f"--load-extension={extension}", "--window-position=0,0", "--window-size=1024,700",
                  "about:blank"]
-        self.process = start_in_host(host, ["chromium", *flags], {"HOME": home, "DISPLAY": display}, log,
+        self.process = start_in_host(host, ["chromium", *flags], {"HOME": home, "DISPLAY": display, "DBUS_SESSION_BUS_ADDRESS": session_bus or "disabled:"}, log,
                                      fds={3: to_browser_r, 4: from_browser_w})
         os.close(to_browser_r)
         os.close(from_browser_w)
@@ -136,10 +136,22 @@ class Chromium:
         params = {"url": url, "newWindow": new_window}
         if context:
             params["browserContextId"] = context
-        return self.call("Target.createTarget", params)["targetId"]
+        target = self.call("Target.createTarget", params)["targetId"]
+        if url.startswith("http"):
+            self.wait_loaded(target)
+        return target
 
     def activate(self, target):
         self.call("Target.activateTarget", {"targetId": target})
+
+    def wait_loaded(self, target, timeout=15):
+        """Until the page's load event: evaluating earlier may hit a context being replaced."""
+        def loaded():
+            try:
+                return self.evaluate(target, "document.readyState") == "complete"
+            except AssertionError:
+                return False
+        wait_until("the page to load", loaded, timeout=timeout, interval=0.1)
 
     def evaluate(self, target, expression):
         session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
@@ -171,7 +183,7 @@ class Chromium:
 class Firefox:
     """Firefox ESR with Marionette, the extension installed into its profile."""
 
-    def __init__(self, host, home, display, xpi, log, port=2828):
+    def __init__(self, host, home, display, xpi, log, port=2828, session_bus=None):
         self.host = host
         profile = os.path.join(home, "profile")
         os.makedirs(profile, exist_ok=True)
@@ -197,7 +209,8 @@ class Firefox:
         os.makedirs(extensions, exist_ok=True)
         shutil.copy(xpi, os.path.join(extensions, "handoff@handoff.github.io.xpi"))
         argv = ["firefox-esr", "--marionette", "--no-remote", "--profile", profile, "--width", "1024", "--height", "700", "about:blank"]
-        self.process = start_in_host(host, argv, {"HOME": home, "DISPLAY": display, "MOZ_CRASHREPORTER_DISABLE": "1"}, log)
+        self.process = start_in_host(host, argv, {"HOME": home, "DISPLAY": display, "MOZ_CRASHREPORTER_DISABLE": "1",
+                                                 "DBUS_SESSION_BUS_ADDRESS": session_bus or "disabled:"}, log)
         self.socket = connect_in_namespace(f"/run/netns/{os.environ.get('HANDOFF_LAB_PREFIX', 'hlab')}-{host}", ("127.0.0.1", port), timeout=60)
         self.socket.settimeout(60)
         self._buffer = b""
