@@ -217,6 +217,8 @@ class Firefox:
         self._next = 0
         self._read()  # the server's greeting
         self.call("WebDriver:NewSession", {"capabilities": {"alwaysMatch": {"acceptInsecureCerts": True}}})
+        # The first, normal window: new tabs open beside it (never in a private window opened later).
+        self.main = self.handles()[0]
 
     def _read(self):
         while b":" not in self._buffer:
@@ -250,6 +252,7 @@ class Firefox:
         return self.call("WebDriver:GetWindowHandles")
 
     def open_tab(self, url, private=False, window=False):
+        self.call("WebDriver:SwitchToWindow", {"handle": self.main, "focus": False})
         params = {"type": "window" if window or private else "tab", "focus": True}
         if private:
             params["private"] = True
