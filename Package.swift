@@ -64,7 +64,10 @@ let package = Package(
         .executableTarget(name: "handoffd", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffTransport"]),
         // Client of the local API, used by apps and by handoff-peer.
         .target(name: "HandoffKit", dependencies: ["HandoffAPI", "HandoffCore", "HandoffTransport"]),
-        .executableTarget(name: "handoff-peer", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore"]),
+        // The browser extension's native messaging host. handoff-peer runs it when called as
+        // handoff-webext-host (a symbolic link): one executable instead of another statically linked one.
+        .target(name: "HandoffBrowserHost", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore"]),
+        .executableTarget(name: "handoff-peer", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffBrowserHost"]),
         // The session agent: offers as desktop notifications (org.freedesktop.Notifications, sd-bus).
         // -Onone in release: Swift 6.3's optimizer spent over 10 minutes on this module
         // (whole-module, release) without finishing; the agent waits on D-Bus, not the CPU.
@@ -80,6 +83,7 @@ let package = Package(
         .testTarget(name: "HandoffDocumentsTests", dependencies: ["HandoffDocuments", "HandoffCore"]),
         .testTarget(name: "HandoffNotifyTests", dependencies: ["HandoffNotify", "HandoffAPI", "HandoffCore"]),
         .testTarget(name: "HandoffKitTests", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
+        .testTarget(name: "HandoffBrowserHostTests", dependencies: ["HandoffBrowserHost", "HandoffCore"]),
         .testTarget(name: "HandoffAPITests", dependencies: ["HandoffAPI", "HandoffCore"]),
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "HandoffCrypto"], exclude: ["Vectors.md"]),
         .testTarget(name: "HandoffCryptoTests", dependencies: ["HandoffCrypto", "HandoffCore"]),

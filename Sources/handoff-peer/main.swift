@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HandoffBrowserHost
 import HandoffCore
 import HandoffKit
 
@@ -28,6 +29,12 @@ func usageFailure(_ error: UsageError, command: CommandSpec?) -> Never {
 func failure(_ error: HandoffError) -> Never {
     printError("Error: \(error.message)\nFix: \(error.fix)")
     exit(error.code == .daemonUnavailable ? ExitCode.unavailable : ExitCode.failure)
+}
+
+// Multi-call: installed as a symbolic link named handoff-webext-host, this is the
+// browser extension's native messaging host (the browser starts it by that path).
+if CommandLine.arguments.first.map({ $0.split(separator: "/").last.map(String.init) ?? $0 }) == "handoff-webext-host" {
+    exit(WebExtensionHost.main(arguments: CommandLine.arguments))
 }
 
 // Global options come before the command.
