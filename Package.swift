@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "HandoffKit", dependencies: ["HandoffAPI", "HandoffCore", "HandoffTransport"]),
         // The browser extension's native messaging host. handoff-peer runs it when called as
         // handoff-webext-host (a symbolic link): one executable instead of another statically linked one.
-        .target(name: "HandoffBrowserHost", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore"]),
+        .target(name: "HandoffBrowserHost", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
         .executableTarget(name: "handoff-peer", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffBrowserHost"]),
         // The session agent: offers as desktop notifications (org.freedesktop.Notifications, sd-bus).
         // -Onone in release: Swift 6.3's optimizer spent over 10 minutes on this module

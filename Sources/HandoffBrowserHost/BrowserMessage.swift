@@ -7,6 +7,9 @@ public enum BrowserFamily: String, Sendable, CaseIterable {
     case firefox
 
     public var activityType: String { "io.github.handoff.browser.\(rawValue)" }
+    /// Who offers the tab (Docs/LOCAL-API.md, "Which activity is current"): one per family,
+    /// so Chromium losing focus after Firefox took it never ends Firefox's tab.
+    public var publisher: String { "browser-\(rawValue)" }
     /// The name the host declares with (shown by `handoff-peer apps`).
     public var appName: String {
         switch self {

@@ -39,7 +39,7 @@ public struct HostState: Sendable {
             }
             return .publish(tab, activity)
         case .resign:
-            // Resigning is global in handoffd: never resign what another publisher made current.
+            // Only what this host offered: nothing to resign otherwise (handoffd resigns per publisher).
             return offered == nil ? .reply(.done("resign")) : .resign
         }
     }

@@ -3,7 +3,7 @@ import Glibc
 import HandoffAPI
 import HandoffCore
 import HandoffKit
-import Synchronization
+import HandoffTransport
 
 /// The native messaging host the Handoff extension starts (`handoff-webext-host`):
 /// browser messages on stdin and stdout, handoffd's local API on the other side.
@@ -13,19 +13,19 @@ import Synchronization
 public final class WebExtensionHost: Sendable {
     public let family: BrowserFamily
     private let socketPath: String?
-    private let state: Mutex<HostState>
+    private let state: Locked<HostState>
     /// Publishing connection; reopened after handoffd restarts.
-    private let publisher = Mutex<HandoffClient?>(nil)
+    private let publisher = Locked<HandoffClient?>(nil)
     /// The declaring connection lives on its event thread; true while it runs.
-    private let declaring = Mutex(false)
-    private let output = Mutex(Int32(1))
+    private let declaring = Locked(false)
+    private let output = Locked(Int32(1))
     private let input: Int32
 
     public init(family: BrowserFamily, socketPath: String? = nil, input: Int32 = 0, output: Int32 = 1) {
         self.family = family
         self.socketPath = socketPath
         self.input = input
-        state = Mutex(HostState(family: family))
+        state = Locked(HostState(family: family))
         self.output.withLock { $0 = output }
     }
 
@@ -100,7 +100,7 @@ public final class WebExtensionHost: Sendable {
 
     private func client() throws(HandoffError) -> HandoffClient {
         if let existing = publisher.withLock({ $0 }) { return existing }
-        let fresh = try HandoffClient(socketPath: socketPath)
+        let fresh = try HandoffClient(socketPath: socketPath, publisher: family.publisher)
         publisher.withLock { $0 = fresh }
         return fresh
     }
