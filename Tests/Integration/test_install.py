@@ -45,9 +45,14 @@ PROMISED = {
     f"{PREFIX}/share/man/man1/handoff-ble-check.1": 0o644,
     f"{PREFIX}/share/man/man1/handoff-notify.1": 0o644,
     "/etc/xdg/autostart/handoff-notify.desktop": 0o644,
+    "/etc/xdg/autostart/handoff-documents.desktop": 0o644,
+    **{f"{PREFIX}/share/webext/handoff/{family}/{name}": 0o644
+       for family in ("chromium", "firefox") for name in ("background.js", "manifest.json", "scrolled.js")},
     f"{PREFIX}/share/man/man8/handoffd.8": 0o644,
     f"{PREFIX}/share/handoff/install-manifest": 0o644,
 }
+# Programs that are another program called by another name (multi-call): installed as links.
+LINKS = {f"{PREFIX}/bin/handoff-webext-host": "handoff-peer", f"{PREFIX}/bin/handoff-documents": "handoff-notify"}
 # The ports handoffd uses (README "handoffd", Docs): protocol, port.
 PORTS = {("udp", 47180), ("udp", 47181), ("tcp", 47181), ("udp", 5353)}
 
@@ -116,7 +121,9 @@ class Install(unittest.TestCase):
             if stat.S_ISDIR(info.st_mode):
                 self.assertEqual(stat.S_IMODE(info.st_mode), 0o755, f"directory {path}")
             self.assertFalse(stat.S_IMODE(info.st_mode) & 0o022, f"{path} is group- or world-writable")
-        self.assertEqual(tree(self.destdir) - {p for p in tree(self.destdir) if os.path.isdir(self.path(p))}, set(PROMISED),
+        for path, target in LINKS.items():
+            self.assertEqual(os.readlink(self.path(path)), target, path)
+        self.assertEqual(tree(self.destdir) - {p for p in tree(self.destdir) if os.path.isdir(self.path(p))}, set(PROMISED) | set(LINKS),
                          "install put files there that it does not promise")
         for program in PROGRAMS:
             run(self.path(f"{PREFIX}/bin/{program}"), "--help")

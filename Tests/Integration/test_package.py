@@ -39,13 +39,26 @@ FILES = {
     "/usr/share/man/man1/handoff-ble-check.1.gz": 0o644,
     "/usr/share/man/man1/handoff-notify.1.gz": 0o644,
     "/etc/xdg/autostart/handoff-notify.desktop": 0o644,
+    "/etc/xdg/autostart/handoff-documents.desktop": 0o644,
+    # The browser extension in Debian's webext layout, and the native messaging host manifests.
+    **{f"/usr/share/webext/handoff/{family}/{name}": 0o644
+       for family in ("chromium", "firefox") for name in ("background.js", "manifest.json", "scrolled.js")},
+    "/usr/lib/mozilla/native-messaging-hosts/io.github.handoff.json": 0o644,
+    "/etc/chromium/native-messaging-hosts/io.github.handoff.json": 0o644,
+    "/etc/opt/chrome/native-messaging-hosts/io.github.handoff.json": 0o644,
     "/usr/share/bash-completion/completions/handoff-peer": 0o644,
     "/usr/share/zsh/vendor-completions/_handoff-peer": 0o644,
     "/usr/share/fish/vendor_completions.d/handoff-peer.fish": 0o644,
     "/usr/share/doc/handoff/copyright": 0o644,
     "/usr/share/doc/handoff/changelog.gz": 0o644,
 }
-CONFFILES = {"/etc/default/handoffd", "/etc/ufw/applications.d/handoff", "/etc/xdg/autostart/handoff-notify.desktop"}
+CONFFILES = {"/etc/default/handoffd", "/etc/ufw/applications.d/handoff", "/etc/xdg/autostart/handoff-notify.desktop",
+             "/etc/xdg/autostart/handoff-documents.desktop", "/etc/chromium/native-messaging-hosts/io.github.handoff.json",
+             "/etc/opt/chrome/native-messaging-hosts/io.github.handoff.json"}
+# Links the package ships: multi-call programs, and the browsers' extension directories (webext layout).
+LINKS = {"/usr/bin/handoff-webext-host": "handoff-peer", "/usr/bin/handoff-documents": "handoff-notify",
+         "/usr/share/chromium/extensions/handoff": "../../webext/handoff/chromium",
+         "/usr/share/mozilla/extensions/{ec8030f7-c20a-464f-9b0e-13a3a9e97384}/handoff@handoff.github.io": "../../../webext/handoff/firefox"}
 # postinst enables the user unit for every user (deb-systemd-helper --user enable).
 ENABLED_LINK = "/etc/systemd/user/default.target.wants/handoffd.service"
 PORTS = {("udp", 47180), ("udp", 47181), ("tcp", 47181), ("udp", 5353)}
@@ -144,12 +157,15 @@ class DebianPackage(unittest.TestCase):
     def test_2_install_puts_every_file_where_debian_expects_it(self):
         run("apt-get", "install", "-y", "--no-install-recommends", self.deb)
         self.assertTrue(installed("handoff"))
-        listed = {path for path in run("dpkg", "-L", "handoff").stdout.splitlines() if path and os.path.isfile(path)}
+        listed = {path for path in run("dpkg", "-L", "handoff").stdout.splitlines() if path and os.path.isfile(path) and not os.path.islink(path)}
         self.assertEqual(listed, set(FILES))
         for path, mode in FILES.items():
             status = os.stat(path)
             self.assertEqual(status.st_mode & 0o7777, mode, path)
             self.assertEqual((status.st_uid, status.st_gid), (0, 0), path)
+        for path, target in LINKS.items():
+            self.assertEqual(os.readlink(path), target, path)
+            self.assertTrue(os.path.exists(path), f"{path} is a dangling link")
         conffiles = {line.split()[0] for line in run("dpkg-query", "-W", "-f=${Conffiles}", "handoff").stdout.splitlines() if line.strip()}
         self.assertEqual(conffiles, CONFFILES)
         self.assertEqual(os.readlink(ENABLED_LINK), "/usr/lib/systemd/user/handoffd.service")
