@@ -31,6 +31,9 @@ public struct HostState: Sendable {
         }
         switch message {
         case let .current(tab):
+            // The same tab again (a page's load, title and favicon events each report it): no new
+            // offer, which peers would list anew and notify about again.
+            if tab == offered { return .reply(.done("current")) }
             let activity = tab.activity(family: family)
             do throws(HandoffError) {
                 try activity.validate()

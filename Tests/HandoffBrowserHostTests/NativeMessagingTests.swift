@@ -106,6 +106,12 @@ import Testing
         }
         #expect(published == tab && activity.type == "io.github.handoff.browser.chromium")
         state.published(tab)
+        // The same tab reported again is not offered again; a scroll is.
+        #expect(state.receive(Array(#"{"type":"current","url":"https://a.org","title":"A"}"#.utf8)) == .reply(.done("current")))
+        guard case .publish = state.receive(Array(#"{"type":"current","url":"https://a.org","title":"A","scrollY":900}"#.utf8)) else {
+            Issue.record("a scrolled tab was not offered")
+            return
+        }
         guard case .reply(.error) = state.receive(Array(#"{"type":"current","url":"file:///x"}"#.utf8)) else {
             Issue.record("file: accepted")
             return

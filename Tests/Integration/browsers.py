@@ -269,6 +269,8 @@ class Firefox:
         return self.call("WebDriver:ExecuteScript", {"script": script, "args": []})
 
     def quit(self):
+        # Quitting answers at once or not at all: do not wait the 60 s a navigation may take.
+        self.socket.settimeout(10)
         try:
             self.call("Marionette:Quit", {"flags": ["eForceQuit"]})
         except (AssertionError, OSError):

@@ -64,3 +64,20 @@ def addresses_of(host):
         fields = line.split()
         args += ["--from", fields[3].split("/")[0]]
     return args
+
+
+def start_xvfb(size="1024x700x24"):
+    """An X server on a display number it picks itself (-displayfd), so tests never race for
+    one; returns (process, ":N"). The caller stops it by its pid."""
+    import subprocess
+    read_end, write_end = os.pipe()
+    process = subprocess.Popen(["Xvfb", "-displayfd", str(write_end), "-screen", "0", size, "-nolisten", "tcp"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(write_end,))
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        number = pipe.readline().strip()
+    if not number:
+        process.kill()
+        process.wait()
+        raise AssertionError("Xvfb did not start (no display number on -displayfd)")
+    return process, f":{number}"

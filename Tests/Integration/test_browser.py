@@ -30,7 +30,7 @@ os.environ.setdefault("HANDOFF_LAB_DIR", "/tmp/handoff-lab-browser")
 os.environ.setdefault("HANDOFF_LAB_BLE", "0")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import LAB, REPO, lab, peer, peer_json, require_root, wait_until  # noqa: E402
+from harness import start_xvfb, LAB, REPO, lab, peer, peer_json, require_root, wait_until  # noqa: E402
 from browsers import Chromium, Firefox  # noqa: E402
 
 ARGS = ["--announce-interval", "1", "--peer-ttl", "4", "--transfer-timeout", "3"]
@@ -168,16 +168,10 @@ class Browser(unittest.TestCase):
 
     @classmethod
     def start_display(cls):
-        used = {d.display for d in cls.browsers.values()} | set(getattr(cls, "displays", []))
-        number = next(n for n in range(80, 99) if f":{n}" not in used and not os.path.exists(f"/tmp/.X11-unix/X{n}")
-                      and not os.path.exists(f"/tmp/.X{n}-lock"))
-        process = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", "1024x700x24", "-nolisten", "tcp"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process, display = start_xvfb()
         cls.pids.append(process.pid)
         cls.popens.append(process)
-        wait_until("Xvfb", lambda: os.path.exists(f"/tmp/.X11-unix/X{number}"))
-        cls.displays = getattr(cls, "displays", []) + [f":{number}"]
-        return f":{number}"
+        return display
 
     @classmethod
     def spawn(cls, host, name, argv, log=None, stdout=None):
@@ -356,7 +350,13 @@ class Browser(unittest.TestCase):
             self.offer_after(since, "Page 5")
 
     def test_6_the_host_refuses_oversized_and_malformed_frames(self):
-        before = peer_json("laptop-a", "status")["current"]
+        # The browsers' last tab switch is debounced (300 ms): start from a settled offer.
+        def settled():
+            first = peer_json("laptop-a", "status")["current"]
+            time.sleep(1)
+            return first == peer_json("laptop-a", "status")["current"] and (first or {"settled": True})
+        before = wait_until("a's offer to settle", settled, timeout=10)
+        before = None if before == {"settled": True} else before
         frames = [frame(b"{not json"), frame(b" " * 70000), frame(b'{"type":"evil","url":"https://a.org"}'),
                   frame(b'{"type":"current","url":"file:///etc/passwd","title":"x"}'), frame(b'[1,2,3]')]
         result = subprocess.run([LAB, "exec", "laptop-a", self.host_path, "chrome-extension://jjhdgmkhiimnlgllgnicilmagagdpoaj/"],

@@ -18,7 +18,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import LAB, lab, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
+from harness import start_xvfb, LAB, lab, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
 
 ARGS = ["--announce-interval", "1", "--peer-ttl", "4", "--log-level", "debug"]
 HOSTS = ("laptop-a", "laptop-b")
@@ -80,10 +80,9 @@ class Documents(unittest.TestCase):
         cls.pids, cls.popens = [], []
         cls.tmp = tempfile.mkdtemp(prefix="handoff-documents-")  # under /tmp, which lab hosts share
         os.chmod(cls.tmp, 0o755)
-        display = next(n for n in range(80, 90) if not os.path.exists(f"/tmp/.X11-unix/X{n}") and not os.path.exists(f"/tmp/.X{n}-lock"))
-        cls.display = f":{display}"
-        cls.background(["Xvfb", cls.display, "-screen", "0", "1024x700x24", "-nolisten", "tcp"], "xvfb.log")
-        wait_until("Xvfb", lambda: os.path.exists(f"/tmp/.X11-unix/X{display}"))
+        xvfb, cls.display = start_xvfb()
+        cls.pids.append(xvfb.pid)
+        cls.popens.append(xvfb)
         cls.homes, cls.env = {}, {}
         for host in HOSTS:
             home = os.path.join(cls.tmp, host)
