@@ -13,6 +13,8 @@ let package = Package(
         // For the fuzz targets in Fuzz/, a separate package that depends on this one by path.
         .library(name: "HandoffCore", targets: ["HandoffCore"]),
         .library(name: "HandoffCrypto", targets: ["HandoffCrypto"]),
+        .library(name: "HandoffDocuments", targets: ["HandoffDocuments"]),
+        .library(name: "HandoffBrowserHost", targets: ["HandoffBrowserHost"]),
     ],
     targets: [
         // libsodium through Debian's libsodium-dev; no Swift package can be fetched here.

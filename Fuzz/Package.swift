@@ -15,6 +15,8 @@ let package = Package(
                 "CFuzzer",
                 .product(name: "HandoffCore", package: "handoff"),
                 .product(name: "HandoffCrypto", package: "handoff"),
+                .product(name: "HandoffDocuments", package: "handoff"),
+                .product(name: "HandoffBrowserHost", package: "handoff"),
             ]
         ),
     ]

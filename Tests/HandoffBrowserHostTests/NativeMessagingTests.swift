@@ -162,3 +162,19 @@ import Testing
         close(toHost[0]); close(fromHost[0]); close(fromHost[1])
     }
 }
+
+/// The vector in Docs/PROTOCOL.md ("Browser extension and native messaging host"), byte for byte.
+@Suite struct NativeMessagingVectorTests {
+    @Test func theDocumentedFrameReadsAsTheTab() throws {
+        let hex = """
+            57 00 00 00
+            7b 22 74 79 70 65 22 3a 22 63 75 72 72 65 6e 74 22 2c 22 75 72 6c 22 3a 22 68 74 74 70 73 3a 2f
+            2f 65 78 61 6d 70 6c 65 2e 6f 72 67 2f 61 22 2c 22 74 69 74 6c 65 22 3a 22 41 22 2c 22 73 63 72
+            6f 6c 6c 58 22 3a 30 2c 22 73 63 72 6f 6c 6c 59 22 3a 31 35 30 30 7d
+            """
+        let bytes = hex.split(whereSeparator: { $0 == " " || $0 == "\n" }).map { UInt8($0, radix: 16)! }
+        #expect(NativeMessaging.header(Array(bytes.prefix(4))) == .message(87))
+        #expect(bytes.count == 4 + 87)
+        #expect(try ExtensionMessage.parse(Array(bytes.dropFirst(4))) == .current(TabState(url: "https://example.org/a", title: "A", scrollX: 0, scrollY: 1500)))
+    }
+}

@@ -34,6 +34,10 @@ enum Targets {
         "h4": h4,
         // handoff-peer's command line.
         "command-line": commandLine,
+        // The session's publishers: the browser extension's messages, the recently-used list, documents.conf.
+        "native-message": DesktopTargets.nativeMessage,
+        "recently-used": DesktopTargets.recentlyUsed,
+        "documents": DesktopTargets.documentSettingsAndPlacement,
         // HandoffCrypto: what arrives before any key is trusted.
         "sealed-announcement": CryptoTargets.sealedAnnouncement,
         "handshake-hello-parse": CryptoTargets.handshakeHelloParse,
