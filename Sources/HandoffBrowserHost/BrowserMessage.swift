@@ -46,8 +46,19 @@ public struct TabState: Equatable, Sendable {
     /// The activity offered for this tab. A title longer than an activity holds
     /// is cut at a character boundary: a long title is no reason not to offer the page.
     public func activity(family: BrowserFamily) -> Activity {
-        Activity(type: family.activityType, title: Self.truncated(title.isEmpty ? url : title, toBytes: ActivityLimits.titleBytes),
+        Activity(type: family.activityType, title: Self.truncated(Self.printable(title.isEmpty ? url : title), toBytes: ActivityLimits.titleBytes),
                  userInfo: ["scrollX": .integer(scrollX), "scrollY": .integer(scrollY)], webpageURL: url)
+    }
+
+    /// A page's title may hold anything; what a peer shows may not (Activity.containsUnsafeCharacters):
+    /// each control, separator or bidi override becomes a space, rather than the page not being offered.
+    static func printable(_ text: String) -> String {
+        guard Activity.containsUnsafeCharacters(text) else { return text }
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            out.append(Activity.containsUnsafeCharacters(String(scalar)) ? " " : scalar)
+        }
+        return String(out)
     }
 
     static func truncated(_ text: String, toBytes limit: Int) -> String {
@@ -114,6 +125,9 @@ public enum ExtensionMessage: Equatable, Sendable {
                 throw HandoffError(.invalidActivity, "The tab's URL is \(url.utf8.count) bytes; an activity holds at most \(ActivityLimits.webpageURLBytes).",
                                    fix: "This page cannot be offered; a page with a shorter URL can.")
             }
+            // The activity's own check, so a tab accepted here is one handoffd accepts (a browser
+            // sends hosts in punycode and paths percent-encoded; anything else is refused here).
+            try Activity.validateWebpageURL(url)
             guard let title = fields["title"].map({ $0.stringValue }) ?? "" else {
                 throw invalid("\"title\" must be a string.")
             }

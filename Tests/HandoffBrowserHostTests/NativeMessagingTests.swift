@@ -178,3 +178,17 @@ import Testing
         #expect(try ExtensionMessage.parse(Array(bytes.dropFirst(4))) == .current(TabState(url: "https://example.org/a", title: "A", scrollX: 0, scrollY: 1500)))
     }
 }
+
+/// Found by the native-message fuzz target: a URL the parser took that the activity refused.
+@Suite struct TabAcceptanceTests {
+    @Test func whatTheParserAcceptsTheActivityAccepts() throws {
+        var body = Array(#"{"type":"current","url":"https://exa.ple.og/a","title":"A"}"#.utf8)
+        body[body.firstIndex(of: UInt8(ascii: "."))!] = 0xED // not UTF-8: the host name is no longer ASCII
+        #expect(throws: HandoffError.self) { try ExtensionMessage.parse(body) }
+        let tab = try ExtensionMessage.parse(Array(#"{"type":"current","url":"https://example.org/","title":"Tab\there\u202Eevil"}"#.utf8))
+        guard case let .current(state) = tab else { Issue.record("not a tab"); return }
+        let activity = state.activity(family: .firefox)
+        try activity.validate()
+        #expect(activity.title == "Tab here evil")
+    }
+}
