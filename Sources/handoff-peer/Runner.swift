@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import HandoffAPI
+import HandoffBrowserHost
 import HandoffCore
 import HandoffKit
 
@@ -268,9 +269,15 @@ struct Runner {
     }
 
     private func doctor() throws(HandoffError) -> Int32 {
-        let report = try client.request(.doctor(peer: arguments.positionals.first))
+        var report = try client.request(.doctor(peer: arguments.positionals.first))
         let ok = report["ok"] == .bool(true)
+        // Whether each browser can start the extension's host: checked here, in the user's files.
+        let browsers = browserHostFindings()
         if wantsJSON {
+            if case var .object(fields) = report {
+                fields["browsers"] = .array(browsers.map(\.json))
+                report = .object(fields)
+            }
             print(report.prettyPrinted())
             return ok ? 0 : ExitCode.failure
         }
@@ -296,7 +303,24 @@ struct Runner {
             }
         }
         if !fixes.isEmpty { print("\nFix:\n" + fixes.joined(separator: "\n")) }
+        let used = browsers.filter { $0.status != "off" }
+        if !used.isEmpty {
+            print("\nBrowser extension (the focused tab; not one of the six conditions):")
+            for finding in used {
+                print("  \(finding.browser.padding(toLength: 14, withPad: " ", startingAt: 0))\(finding.status.padding(toLength: 5, withPad: " ", startingAt: 0))  \(safe(finding.evidence))")
+                if !finding.fix.isEmpty { print("  \(String(repeating: " ", count: 21))Fix: \(finding.fix)") }
+            }
+        }
         return ok ? 0 : ExitCode.failure
+    }
+
+    private func browserHostFindings() -> [HostManifestCheck.Finding] {
+        let running = Set(((try? client.declarations()) ?? []).filter(\.running).flatMap(\.types))
+        let home = ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()
+        return HostManifestCheck.check(home: home, read: { path in
+            FileManager.default.contents(atPath: path).flatMap { $0.count <= 64 * 1024 ? String(decoding: $0, as: UTF8.self) : nil }
+        }, exists: { FileManager.default.fileExists(atPath: $0) }, isExecutable: { access($0, X_OK) == 0 },
+           connected: { running.contains($0.activityType) })
     }
 
     private func apps() throws(HandoffError) {
