@@ -34,6 +34,9 @@ public struct ConditionEvidence: Sendable, Equatable {
         case trustRefused
         /// Authenticated refusal: Handoff is switched off there.
         case disabled
+        /// The connection was accepted but the handshake got no answer in time: handoffd
+        /// there is frozen or hung (the kernel still accepts connections for it).
+        case noAnswer
         case failed(String)
     }
 
@@ -129,6 +132,7 @@ public enum ConditionCause: String, CaseIterable, Sendable {
     case peerDisabled = "peer-disabled"
     case peerStopped = "peer-stopped"
     case peerNotRunning = "peer-not-running"
+    case peerNotAnswering = "peer-not-answering"
     case bluetoothDownHere = "bluetooth-down-here"
     case peerBluetoothDown = "peer-bluetooth-down"
     case peerWithoutBluetooth = "peer-without-bluetooth"
@@ -149,7 +153,7 @@ public enum ConditionCause: String, CaseIterable, Sendable {
     public var code: HandoffError.Code {
         switch self {
         case .notPaired, .unpairedHere, .peerUntrustedUs: .trust
-        case .disabledHere, .peerDisabled, .peerStopped, .peerNotRunning: .enabled
+        case .disabledHere, .peerDisabled, .peerStopped, .peerNotRunning, .peerNotAnswering: .enabled
         case .bluetoothDownHere, .peerBluetoothDown, .peerWithoutBluetooth: .bluetooth
         case .noNetworkHere, .noLink, .announcementsBlocked, .multicastFiltered, .transferPortDropped, .transferPortRefused: .network
         case .outOfRange: .proximity
@@ -245,6 +249,8 @@ public enum ConditionDecision {
         if (live && p.state?.contains(.disabled) == true) || p.handshake == .disabled {
             return verdict(.peerDisabled, "Handoff is switched off on \(name).", "On \(name), run 'handoff-peer enable'.")
         }
+        // Connected, then silence: whatever else its beacon or announcements say, nothing can be fetched.
+        if p.handshake == .noAnswer { return notAnswering(p, e) }
         let peerBluetoothDown = p.state.map { $0.contains(.bluetoothConfigured) && !$0.contains(.bluetoothWorking) } ?? false
         let peerWithoutBluetooth = p.state.map { !$0.contains(.bluetoothConfigured) } ?? false
 
@@ -335,6 +341,14 @@ public enum ConditionDecision {
         }
         return verdict(.announcementsBlocked, "None of \(name)'s announcements reach this host (\(lastWords))" + (beaconFresh ? ", though its Bluetooth beacon is heard." : "."),
                        "Check that handoffd runs on \(name) and both laptops share a network. " + firewallFix(name, p.transferPort))
+    }
+
+    /// Its transfer port accepts (the kernel does that for a process that no longer runs its
+    /// code), but handoffd there never answers the handshake: frozen, hung or suspended,
+    /// not stopped (that refuses) and not the network (that gives no connection at all).
+    private static func notAnswering(_ p: ConditionEvidence.Peer, _ e: ConditionEvidence) -> ConditionVerdict {
+        verdict(.peerNotAnswering, "handoffd on \(p.name) accepts connections on \(p.transferPort)/tcp but does not answer: it is frozen or hung (stopped with SIGSTOP, stuck, or its laptop is waking up).",
+                "On \(p.name), restart handoffd ('systemctl --user restart handoffd'); if it happens again, report it with 'journalctl --user -u handoffd'.")
     }
 
     private static func decideOffer(_ p: ConditionEvidence.Peer, _ e: ConditionEvidence) -> ConditionVerdict? {

@@ -157,7 +157,11 @@ extension Daemon {
             }
         } catch {
             // A trust refusal arrives only over the authenticated channel.
-            return error.code == .trust ? .trustRefused : .failed(error.message)
+            switch error.code {
+            case .trust: return .trustRefused
+            case .timedOut: return .noAnswer
+            default: return .failed(error.message)
+            }
         }
     }
 
@@ -197,7 +201,7 @@ extension Daemon {
     /// A failed fetch, explained from evidence: a trust refusal or a connection that fails is
     /// probed again and decided like any other accept failure; other failures say what happened.
     func explainFetchFailure(_ error: HandoffError, peer: Peer) async -> HandoffError {
-        guard [.trust, .network, .enabled].contains(error.code),
+        guard [.trust, .network, .enabled, .timedOut].contains(error.code),
               var (evidence, _) = try? evidence(for: peer.deviceID.description, purpose: .accept(requireApp: false), nowMillis: wallClockMillis())
         else { return error }
         await probe(&evidence, key: peer.key)

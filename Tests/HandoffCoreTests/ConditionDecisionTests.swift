@@ -58,6 +58,14 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
     }, .peerDisabled),
     ("peer's handoffd stopped cleanly", with(silent()) { $0.peer?.goodbyeMillis = now - 2 * minute + 10 }, .peerStopped),
     ("peer's handoffd killed", with(silent()) { $0.peer?.portProbe = .refused(host: "169.254.10.1") }, .peerNotRunning),
+    ("peer's handoffd frozen, still listed (SIGSTOP within its TTL)", with(healthy(.doctor)) {
+        $0.peer?.portProbe = .open
+        $0.peer?.handshake = .noAnswer
+    }, .peerNotAnswering),
+    ("peer's handoffd frozen, silent", with(silent()) {
+        $0.peer?.portProbe = .open
+        $0.peer?.handshake = .noAnswer
+    }, .peerNotAnswering),
     ("local controller gone", with(healthy()) { $0.bluetooth = .failed("unix:/tmp/b.hci: unavailable") }, .bluetoothDownHere),
     ("peer's controller gone (listed)", with(healthy()) { $0.peer?.state = [.bluetoothConfigured] }, .peerBluetoothDown),
     ("peer's controller gone (silent, reachable)", with(silent()) {

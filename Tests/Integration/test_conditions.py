@@ -336,6 +336,18 @@ class Faults(unittest.TestCase):
         finally:
             self.restart_a()
 
+    def test_04b_peer_handoffd_frozen(self):
+        # A hung process (issue 24): the kernel still accepts its connections, nothing answers.
+        pid = daemon_pid("laptop-a")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            self.named("peer handoffd frozen (SIGSTOP)", "enabled", "peer-not-answering",
+                       r"handoffd on laptop-a accepts connections on \d+/tcp but does not answer: it is frozen or hung",
+                       "restart handoffd", settle=30)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        wait_until("a to answer again", lambda: listed("laptop-b", "laptop-a"), timeout=15)
+
     def test_05_peer_untrusted_us_and_we_untrusted_the_peer(self):
         peer("laptop-a", "untrust", "laptop-b")  # by name, like every PEER argument
         try:
