@@ -38,15 +38,17 @@ public struct SourceBudget: Sendable {
 
     /// Takes one token from `source`'s bucket and from the shared one; false
     /// (and nothing taken) when either is empty.
-    public mutating func allow(_ source: String, nowMillis: UInt64) -> Bool {
+    /// `countingOverall` false: the source's own budget only (a known paired device, whose
+    /// way in a stranger must not be able to spend).
+    public mutating func allow(_ source: String, nowMillis: UInt64, countingOverall: Bool = true) -> Bool {
         var own = buckets[source] ?? Bucket(tokens: perSource.burst, updatedMillis: nowMillis)
         var all = shared ?? Bucket(tokens: overall.burst, updatedMillis: nowMillis)
         Self.refill(&own, rate: perSource, nowMillis: nowMillis)
         Self.refill(&all, rate: overall, nowMillis: nowMillis)
-        let allowed = own.tokens >= 1 && all.tokens >= 1
+        let allowed = own.tokens >= 1 && (!countingOverall || all.tokens >= 1)
         if allowed {
             own.tokens -= 1
-            all.tokens -= 1
+            if countingOverall { all.tokens -= 1 }
         }
         if buckets[source] == nil, buckets.count >= maximumSources,
            let stalest = buckets.min(by: { $0.value.updatedMillis < $1.value.updatedMillis })?.key {

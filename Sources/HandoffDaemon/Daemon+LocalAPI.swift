@@ -346,7 +346,7 @@ extension Daemon {
         func listener(_ listener: StreamListener?) -> JSONValue {
             guard let counters = listener?.counters else { return .null }
             return ["active": .integer(Int64(counters.active)), "refusedOverLimit": .integer(Int64(counters.refusedOverLimit)),
-                    "acceptFailures": .integer(Int64(counters.acceptFailures))]
+                    "acceptFailures": .integer(Int64(counters.acceptFailures)), "evictedUnproven": .integer(Int64(counters.evictedUnproven))]
         }
         return ["discovery": inbox?.counters.json ?? .null,
                 "transferConnections": listener(transferListener), "localConnections": listener(apiListener)]

@@ -17,6 +17,8 @@ extension Daemon {
         do throws(HandoffError) {
             let channel = try SecureChannel.accept(connection, identity: identity) { hello in decide(hello) }
             connection.setDeadline(millisFromNow: nil)
+            // A paired device (or the one pairing now, which our user opened): never evicted for a stranger.
+            connection.markProven()
             switch channel.session.purpose {
             case .fetch:
                 try serveFetch(over: channel)

@@ -128,7 +128,7 @@ public actor Daemon {
     /// few (a fetch, a doctor probe, a retry). Unauthenticated connections count too.
     static let transferConnectionLimits = ConnectionLimits(total: 32, perSource: 4,
                                                            perSourceRate: .init(perSecond: 5, burst: 10),
-                                                           overallRate: .init(perSecond: 50, burst: 50))
+                                                           overallRate: .init(perSecond: 50, burst: 50), evictsUnproven: true)
     /// Apps, the CLI and subscribers of this user; bounded so descriptors never run out.
     static let localConnectionLimits = ConnectionLimits(total: 128, perSource: 128)
     static let handshakeDeadlineMillis = 5_000
@@ -590,6 +590,8 @@ public actor Daemon {
     // MARK: - Events
 
     func emit(_ events: [PeerEvent]) {
+        // Where paired devices are (a handful of addresses): their connections never wait behind a stranger's rate.
+        transferListener?.setPreferredSources(Set(peers.peers.values.flatMap(\.hosts)))
         // A withdrawn or replaced offer and a goodbye must not come back from a
         // replayed datagram after a restart: the new high-water marks go to disk now.
         if events.contains(where: { if case .appeared = $0 { false } else { true } }) { saveReplayState() }

@@ -20,6 +20,9 @@ public final class StreamConnection: Sendable {
     private let readState = Locked(ReadState())
     private let writeLock = Locked(())
     private let closed = Atomic<Bool>(false)
+    /// The other end proved who it is (the transfer handshake finished): a listener full of
+    /// connections evicts the oldest that have not (StreamListener), never this one.
+    private let proven = Atomic<Bool>(false)
     /// Monotonic milliseconds after which reads fail with ETIMEDOUT (0: none).
     private let deadline = Atomic<UInt64>(0)
     /// Unix sockets can carry descriptors (SCM_RIGHTS): their reads use recvmsg.
@@ -331,6 +334,9 @@ public final class StreamConnection: Sendable {
         guard !isClosed else { return }
         shutdown(fd, Int32(SHUT_WR))
     }
+
+    public func markProven() { proven.store(true, ordering: .releasing) }
+    public var isProven: Bool { proven.load(ordering: .acquiring) }
 
     /// Ends the connection for every thread that uses it: blocked reads and
     /// writes return, later ones fail. The number is released in deinit.

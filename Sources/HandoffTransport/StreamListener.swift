@@ -16,12 +16,18 @@ public struct ConnectionLimits: Sendable {
     /// handshake (key agreement and a signature) before anything is proven.
     public var perSourceRate: SourceBudget.Rate?
     public var overallRate: SourceBudget.Rate?
+    /// When `total` is reached, a new connection evicts the oldest one that has not proven who
+    /// it is (`StreamConnection.markProven`) instead of being refused: strangers holding every
+    /// slot with idle connections until their handshake deadline cannot keep a paired device out.
+    public var evictsUnproven: Bool
 
-    public init(total: Int, perSource: Int, perSourceRate: SourceBudget.Rate? = nil, overallRate: SourceBudget.Rate? = nil) {
+    public init(total: Int, perSource: Int, perSourceRate: SourceBudget.Rate? = nil, overallRate: SourceBudget.Rate? = nil,
+                evictsUnproven: Bool = false) {
         self.total = total
         self.perSource = perSource
         self.perSourceRate = perSourceRate
         self.overallRate = overallRate
+        self.evictsUnproven = evictsUnproven
     }
 }
 
@@ -45,6 +51,24 @@ public final class StreamListener: Sendable {
         var total = 0
         var bySource: [String: Int] = [:]
         var rate: SourceBudget?
+        /// Served connections in arrival order, for eviction (only with `evictsUnproven`).
+        var served: [(serial: UInt64, connection: StreamConnection)] = []
+        var nextSerial: UInt64 = 0
+    }
+    /// Connections closed to make room for a newer one (they had not proven who they are).
+    private let evicted = Atomic<Int>(0)
+    /// Addresses paired devices were last heard from: exempt from the overall rate, so a
+    /// stranger spending it cannot keep them out (their own per-source rate still holds).
+    private let preferred = Locked<Set<String>>([])
+
+    public func setPreferredSources(_ hosts: Set<String>) {
+        let normalized = Set(hosts.map(Self.sourceKey))
+        preferred.withLock { $0 = normalized }
+    }
+
+    /// One spelling per address: an IPv4 client of the dual-stack socket is "::ffff:a.b.c.d".
+    static func sourceKey(_ host: String) -> String {
+        host.hasPrefix("::ffff:") && host.contains(".") ? String(host.dropFirst(7)) : host
     }
 
     /// Counters for `status`.
@@ -52,11 +76,12 @@ public final class StreamListener: Sendable {
         public var active: Int
         public var refusedOverLimit: Int
         public var acceptFailures: Int
+        public var evictedUnproven: Int
     }
 
     public var counters: Counters {
         Counters(active: active.withLock { $0.total }, refusedOverLimit: refused.load(ordering: .relaxed),
-                 acceptFailures: acceptFailures.load(ordering: .relaxed))
+                 acceptFailures: acceptFailures.load(ordering: .relaxed), evictedUnproven: evicted.load(ordering: .relaxed))
     }
 
     private init(fd: Int32, port: UInt16) {
@@ -148,8 +173,8 @@ public final class StreamListener: Sendable {
                 _ = fcntl(client, F_SETFD, FD_CLOEXEC)
                 let address = port == 0 ? nil : SocketAddress(storage: storage, length: length)
                 let connection = StreamConnection(fd: client, remote: address?.description ?? "local", remoteHost: address?.host)
-                let source = address?.host ?? "local"
-                guard admit(source: source, limits: limits) else {
+                let source = address.map { Self.sourceKey($0.host) } ?? "local"
+                guard let serial = admit(connection, source: source, limits: limits) else {
                     refused.add(1, ordering: .relaxed)
                     connection.close()
                     continue
@@ -158,7 +183,7 @@ public final class StreamListener: Sendable {
                 let worker = Thread { [self] in
                     handler(connection)
                     connection.close()
-                    release(source: source)
+                    release(source: source, serial: serial)
                 }
                 worker.name = "\(name) connection"
                 worker.start()
@@ -168,28 +193,41 @@ public final class StreamListener: Sendable {
         thread.start()
     }
 
-    private func admit(source: String, limits: ConnectionLimits) -> Bool {
+    /// The connection's serial when it may be served now, nil when it is refused. A full pool
+    /// with `evictsUnproven` closes its oldest connection that has not proven who it is; its
+    /// thread ends and releases the slot. Until then the pool holds at most twice `total`.
+    private func admit(_ connection: StreamConnection, source: String, limits: ConnectionLimits) -> UInt64? {
         active.withLock { active in
             let fromSource = active.bySource[source, default: 0]
-            guard active.total < limits.total, fromSource < limits.perSource else { return false }
+            guard fromSource < limits.perSource else { return nil }
+            if active.total >= limits.total {
+                guard limits.evictsUnproven, active.total < 2 * limits.total,
+                      let oldest = active.served.firstIndex(where: { !$0.connection.isProven && !$0.connection.isClosed }) else { return nil }
+                active.served[oldest].connection.close()
+                evicted.add(1, ordering: .relaxed)
+            }
             if let perSource = limits.perSourceRate {
                 if active.rate == nil {
                     active.rate = SourceBudget(perSource: perSource, overall: limits.overallRate ?? .init(perSecond: 1e9, burst: 1e9),
                                                maximumSources: 1_024)
                 }
-                guard active.rate!.allow(source, nowMillis: monotonicMillis()) else { return false }
+                let exempt = preferred.withLock { $0.contains(source) }
+                guard active.rate!.allow(source, nowMillis: monotonicMillis(), countingOverall: !exempt) else { return nil }
             }
             active.total += 1
             active.bySource[source] = fromSource + 1
-            return true
+            active.nextSerial += 1
+            if limits.evictsUnproven { active.served.append((active.nextSerial, connection)) }
+            return active.nextSerial
         }
     }
 
-    private func release(source: String) {
+    private func release(source: String, serial: UInt64) {
         active.withLock { active in
             active.total -= 1
             let left = active.bySource[source, default: 1] - 1
             active.bySource[source] = left > 0 ? left : nil
+            if let index = active.served.firstIndex(where: { $0.serial == serial }) { active.served.remove(at: index) }
         }
     }
 

@@ -37,6 +37,53 @@ import Testing
         #expect(listener.counters.active == 2)
     }
 
+    /// Attack regression (round two, 1): strangers held every transfer slot with idle
+    /// connections until their handshake deadline, so no paired device got through. A full
+    /// pool now evicts its oldest connection that has not proven who it is, never a proven one.
+    @Test func aFullPoolEvictsTheOldestUnprovenConnectionNeverAProvenOne() throws {
+        let listener = try StreamListener.tcp(port: 0)
+        listener.run(name: "test", limits: ConnectionLimits(total: 4, perSource: 64, evictsUnproven: true)) { connection in
+            // "P" proves itself (as a finished handshake does); anything else stays silent.
+            guard let first = try? connection.read(exactly: 1) else { return }
+            if first == [UInt8(ascii: "P")] { connection.markProven() }
+            try? connection.write(first)
+            _ = try? connection.read(exactly: 1) // held until the client goes
+        }
+        defer { listener.stop() }
+        let address = try SocketAddress(host: "127.0.0.1", port: listener.port)
+        func connect() throws -> StreamConnection {
+            let client = try StreamConnection.connect(to: address, timeoutMillis: 2_000)
+            try client.setTimeout(millis: 2_000)
+            return client
+        }
+        func waitFor(_ condition: () -> Bool) {
+            let deadline = monotonicMillis() + 2_000
+            while !condition(), monotonicMillis() < deadline { usleep(2_000) }
+        }
+        // Four strangers fill the pool and say nothing.
+        var strangers: [StreamConnection] = []
+        for _ in 0..<4 {
+            strangers.append(try connect())
+            waitFor { listener.counters.active == strangers.count }
+        }
+        // The paired device gets in (the oldest stranger goes) and proves itself.
+        let paired = try connect()
+        try paired.write([UInt8(ascii: "P")])
+        #expect(try paired.read(exactly: 1) == [UInt8(ascii: "P")])
+        #expect((try? strangers[0].read(exactly: 1)) == nil) // evicted: end of stream
+        // More strangers evict strangers (or, while evicted ones are still ending, are refused:
+        // the pool holds at most twice its size), never the proven connection.
+        for _ in 0..<8 { strangers.append(try connect()) }
+        waitFor { listener.counters.evictedUnproven + listener.counters.refusedOverLimit >= 9 }
+        #expect(listener.counters.evictedUnproven + listener.counters.refusedOverLimit >= 9)
+        #expect(listener.counters.evictedUnproven >= 2)
+        try paired.write([1])
+        #expect(!paired.isClosed)
+        #expect(listener.counters.active <= 8)
+        paired.close()
+        for stranger in strangers { stranger.close() }
+    }
+
     @Test func aFinishedConnectionFreesItsSlot() throws {
         let listener = try StreamListener.tcp(port: 0)
         listener.run(name: "test", limits: ConnectionLimits(total: 1, perSource: 1)) { connection in

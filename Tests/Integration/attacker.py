@@ -9,6 +9,9 @@ Each subcommand prints one JSON object with what it saw.
   bigframe HOST PORT COUNT        COUNT connections each declaring a 64 MiB clear
                                   handshake frame and sending up to 8 MiB of it
   trickle HOST PORT COUNT SECONDS COUNT connections sending one byte per second
+  hold HOST PORT SOURCES SECONDS  keep PER_SOURCE (4) idle connections open from each of
+                                  SOURCES (comma-separated local addresses), reopening any that
+                                  close, at most 80 new connections a second: every slot taken
   beacons SECONDS [UNICAST_HOST]  forged pairing beacons (random keys and signatures)
                                   by multicast (and unicast to UNICAST_HOST) as fast as possible
   stuck SOCKET COUNT SECONDS      COUNT local-API subscribers that never read
@@ -117,6 +120,49 @@ def trickle(host, port, count, seconds):
     return {"opened": opened, "stillOpen": still_open}
 
 
+def hold(host, port, sources, seconds, per_source=4):
+    """Idle connections (nothing sent) from many source addresses, reopened as the daemon
+    closes them (handshake deadline or eviction): the round-two review's slot exhaustion."""
+    addresses = sources.split(",")
+    held = {address: [] for address in addresses}
+    opened = 0
+    deadline = time.monotonic() + float(seconds)
+    while time.monotonic() < deadline:
+        started = time.monotonic()
+        for address in addresses:
+            alive = []
+            for sock in held[address]:
+                sock.setblocking(False)
+                try:
+                    closed = sock.recv(1) == b""
+                except BlockingIOError:
+                    closed = False
+                except OSError:
+                    closed = True
+                if closed:
+                    sock.close()
+                else:
+                    alive.append(sock)
+            while len(alive) < per_source:
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sock.settimeout(1.0)
+                try:
+                    sock.bind((address, 0))
+                    sock.connect((host, int(port)))
+                    alive.append(sock)
+                    opened += 1
+                except OSError:
+                    sock.close()
+                    break
+                time.sleep(1 / 80)
+            held[address] = alive
+        time.sleep(max(0.0, 0.05 - (time.monotonic() - started)))
+    for sockets in held.values():
+        for sock in sockets:
+            sock.close()
+    return {"opened": opened, "perSecond": round(opened / float(seconds), 1)}
+
+
 def beacons(seconds, unicast_host=None):
     multicast = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     multicast.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
@@ -176,7 +222,7 @@ def toggle(path, count):
 
 def main():
     command, args = sys.argv[1], sys.argv[2:]
-    result = {"reconnect": reconnect, "bigframe": bigframe, "trickle": trickle, "beacons": beacons,
+    result = {"reconnect": reconnect, "bigframe": bigframe, "trickle": trickle, "hold": hold, "beacons": beacons,
               "stuck": stuck, "toggle": toggle}[command](*args)
     print(json.dumps(result), flush=True)
 

@@ -165,6 +165,36 @@ class Attacks(unittest.TestCase):
         self.assertEqual(result["stillOpen"], 0, "trickled connections outlived the handshake deadline")
         self.assertGreater(counters["refusedOverLimit"], 0)
 
+    def test_4b_a_stranger_with_many_addresses_cannot_hold_every_transfer_slot(self):
+        """Round two, 1: from 16 addresses, sending nothing, a stranger held all 32 slots until each 5 s
+        handshake deadline; every accept failed with connection-lost. A full pool now evicts the
+        oldest connection that has not proven who it is."""
+        sources = [f"169.254.31.{n}" for n in range(1, 17)]
+        for source in sources:
+            lab("exec", "attacker", "ip", "addr", "add", f"{source}/16", "dev", "eth0")
+        try:
+            receipt = json.loads(peer("laptop-a", "publish", "--type", "org.example.attack", "--title", "Slots", "--json").stdout)
+            wait_until("b to list it", lambda: (o := offer_of("laptop-b", "laptop-a")) and o["sequence"] == receipt["sequence"], timeout=20)
+            hold = attack_in_background("attacker", "hold", self.a_address, TRANSFER_PORT, ",".join(sources), "25")
+            wait_until("the stranger to fill a's transfer slots", lambda: peer_json("laptop-a", "status")["budgets"]
+                       ["transferConnections"]["active"] >= 32, timeout=15, interval=0.2)
+            outcomes = []
+            for _ in range(3):
+                result = peer("laptop-b", "accept", "laptop-a", "--json", check=False)
+                outcomes.append(result.returncode)
+                time.sleep(1)
+            counters = peer_json("laptop-a", "status")["budgets"]["transferConnections"]
+            out, _ = hold.communicate(timeout=60)
+            opened = json.loads(out.strip().splitlines()[-1])
+            figure("slots.acceptsSucceeded", f"{outcomes.count(0)}/3")
+            figure("slots.strangerConnectionsPerSecond", opened["perSecond"])
+            figure("slots.evictedUnproven", counters["evictedUnproven"])
+            self.assertEqual(outcomes, [0, 0, 0], "an accept failed while a stranger held the transfer slots")
+            self.assertGreater(counters["evictedUnproven"], 0)
+        finally:
+            for source in sources:
+                lab("exec", "attacker", "ip", "addr", "del", f"{source}/16", "dev", "eth0", check=False)
+
     def test_5_sigterm_with_stuck_subscribers_still_says_goodbye(self):
         """Finding 7: a subscriber that does not read blocked shutdown (no goodbye, signal ignored)."""
         self.time_to_publish("before stopping")
