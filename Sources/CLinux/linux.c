@@ -6,6 +6,8 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 
 #define HANDOFF_SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 
@@ -76,4 +78,20 @@ ssize_t handoff_recv_with_fds(int socket, void *bytes, size_t length, int *fds, 
         }
     }
     return received;
+}
+
+int handoff_netlink_route_changes(void) {
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    if (fd < 0) return -1;
+    struct sockaddr_nl address;
+    memset(&address, 0, sizeof address);
+    address.nl_family = AF_NETLINK;
+    address.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR;
+    if (bind(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
 }

@@ -22,7 +22,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import LAB, REPO, lab, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
+from harness import LAB, REPO, lab, start_xvfb, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
 
 ARGS = ["--announce-interval", "1", "--peer-ttl", "4", "--transfer-timeout", "3", "--log-level", "debug"]
 LAB_DIR = os.environ.get("HANDOFF_LAB_DIR", "/tmp/handoff-lab")
@@ -92,12 +92,11 @@ class Notify(unittest.TestCase):
     @classmethod
     def start_session(cls):
         """A session bus, an X server and dunst, as a desktop session has them."""
-        display = next(n for n in range(90, 100) if not os.path.exists(f"/tmp/.X11-unix/X{n}") and not os.path.exists(f"/tmp/.X{n}-lock"))
-        cls.display = f":{display}"
+        xvfb, cls.display = start_xvfb("480x120x24")
+        cls.pids.append(xvfb.pid)
+        cls.popens.append(xvfb)
         cls.env = dict(os.environ, DISPLAY=cls.display, DBUS_SESSION_BUS_ADDRESS=cls.bus_address)
         cls.env.pop("WAYLAND_DISPLAY", None)
-        cls.background(["Xvfb", cls.display, "-screen", "0", "480x120x24", "-nolisten", "tcp"], "xvfb.log")
-        wait_until("Xvfb", lambda: os.path.exists(f"/tmp/.X11-unix/X{display}"))
         cls.background(["dbus-daemon", "--session", "--nofork", f"--address={cls.bus_address}"], "dbus.log")
         wait_until("the session bus", lambda: os.path.exists(f"{cls.tmp}/bus"))
         script = os.path.join(cls.tmp, "shown")

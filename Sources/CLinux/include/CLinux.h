@@ -28,4 +28,8 @@ ssize_t handoff_recv_with_fds(int socket, void *bytes, size_t length, int *fds, 
 
 #define HANDOFF_MAX_PASSED_FDS 4
 
+/* A route netlink socket (close-on-exec) subscribed to link and IPv4/IPv6 address
+   changes (RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR); -1 and errno. */
+int handoff_netlink_route_changes(void);
+
 #endif
