@@ -252,7 +252,7 @@ public actor Daemon {
     func networkChanged() {
         let changed = multicast?.refreshInterfaces() ?? true
         guard changed else { return }
-        log.info("a network interface or address changed: announcing to every paired device")
+        log.info("a network interface or address changed (netlink): announcing to every paired device")
         schedule.firstContact(all: true)
         flushAnnouncements()
     }
