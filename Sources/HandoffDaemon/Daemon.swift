@@ -281,7 +281,7 @@ public actor Daemon {
         let mono = monotonicMillis()
         let wall = wallClockMillis()
         func until(_ deadline: UInt64, _ now: UInt64) -> UInt64 { deadline > now ? deadline - now : 0 }
-        // Also while nobody is present: housekeeping is where new interfaces and addresses are noticed.
+        // Also while nobody is present: without route netlink, housekeeping is where new interfaces and addresses are noticed.
         var delay = until(schedule.nextDeadline(nowMillis: mono, devices: devices), mono)
         for peer in peers.peers.values { delay = min(delay, until(peer.lastSeenMillis &+ peer.ttlMillis, wall)) }
         if let current = published {
@@ -303,7 +303,8 @@ public actor Daemon {
         let now = wallClockMillis()
         if now &- replayStateSavedMillis >= Self.replayStateSaveIntervalMillis { saveReplayState() }
         emit(peers.expire(nowMillis: now))
-        if multicast?.refreshInterfaces() == true {
+        // With route netlink, changes arrive as they happen (networkChanged); only without it are they polled here.
+        if networkWatcher == nil, multicast?.refreshInterfaces() == true {
             log.info("a network interface or address changed: announcing to every paired device by multicast")
             schedule.firstContact(all: true)
         }
