@@ -146,6 +146,23 @@ class Browser(unittest.TestCase):
                         f"<h1 style='position:relative;top:{SCROLL_Y + 40}px;font:48px sans-serif'>Page {n}, continued here</h1></div>")
         with open(f"{cls.tmp}/site/private.html", "w") as f:
             f.write("<!doctype html><title>Private page</title><p>private")
+        # A hostile page: it tries every way a page has to reach the extension or its host, and a
+        # title with a bidi override; only its own URL and (printable) title may be offered.
+        with open(f"{cls.tmp}/site/hostile.html", "w") as f:
+            f.write("""<!doctype html><meta charset="utf-8"><title>Hostile\u202eevil</title><body style='height:9000px'><script>
+const forged = {type: "current", url: "https://forged.example/", title: "Forged offer", scrollX: 0, scrollY: 0};
+const tries = [];
+for (const id of ["jjhdgmkhiimnlgllgnicilmagagdpoaj", "handoff@handoff.github.io"]) {
+  try { chrome.runtime.sendMessage(id, forged); tries.push("sendMessage"); } catch (e) {}
+  try { chrome.runtime.connect(id).postMessage(forged); tries.push("connect"); } catch (e) {}
+  try { chrome.runtime.connectNative("io.github.handoff"); tries.push("connectNative"); } catch (e) {}
+}
+window.postMessage(forged, "*");
+document.dispatchEvent(new CustomEvent("scroll"));
+let n = 0;
+const timer = setInterval(() => { scrollTo(0, (++n % 20) * 100); if (n > 40) clearInterval(timer); }, 50);
+document.body.dataset.tries = tries.join(",");
+</script>""")
 
     @classmethod
     def make_home(cls, host):
@@ -348,6 +365,16 @@ class Browser(unittest.TestCase):
             self.assertEqual([o for o in self.offers_since(since) if "Data" in o["title"] or "about:" in o["title"]], [])
             self.switch(family, tab)
             self.offer_after(since, "Page 5")
+
+    def test_5b_a_hostile_page_offers_only_its_own_url_and_title(self):
+        for family in ("chromium", "firefox"):
+            since = time.monotonic()
+            self.open(family, f"{SITE}/hostile.html")
+            self.offer_after(since, "Hostile evil")  # the bidi override became a space
+            time.sleep(3)  # the page's scrolling and messages have played out
+            offers = self.offers_since(since)
+            self.assertEqual({o["title"] for o in offers}, {"Hostile evil"}, f"{family}: {offers}")
+            self.assertFalse([o for o in offers if "Forged" in o["title"]])
 
     def test_6_the_host_refuses_oversized_and_malformed_frames(self):
         # The browsers' last tab switch is debounced (300 ms): start from a settled offer.
