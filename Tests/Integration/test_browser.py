@@ -36,7 +36,6 @@ from browsers import Chromium, Firefox  # noqa: E402
 ARGS = ["--announce-interval", "1", "--peer-ttl", "4", "--transfer-timeout", "3"]
 BIN = os.environ.get("HANDOFF_BIN", os.path.join(REPO, ".build", "debug"))
 OUTPUT = os.environ.get("HANDOFF_TEST_OUTPUT", os.path.join(REPO, ".build", "test-output"))
-IMAGES = os.path.join(REPO, "Docs", "images")
 SITE = "http://169.254.10.1:8000"   # laptop-a's lab address: b reaches it over the lab link
 PACKAGES = {"chromium": "chromium", "firefox-esr": "firefox-esr", "Xvfb": "xvfb", "import": "imagemagick", "dbus-daemon": "dbus"}
 APPS = {"chromium": "Chromium (Handoff extension)", "firefox": "Firefox (Handoff extension)"}
@@ -302,9 +301,9 @@ document.body.dataset.tries = tries.join(",");
         time.sleep(1.5)   # a second delivery would open a second tab by now
         self.assertEqual(len(self.tabs_with("laptop-b", family, url)), 1, "continued more than once")
         self.assertEqual(peer_json("laptop-a", "status")["transfers"]["served"], served + 1)
-        os.makedirs(IMAGES, exist_ok=True)
+        # Into the test output, not the tree: Docs/images/browser-*.png are copies of these.
         subprocess.run(["import", "-display", self.browsers[("laptop-b", family)].display, "-window", "root",
-                        os.path.join(IMAGES, f"browser-{family}.png")], check=True, capture_output=True)
+                        os.path.join(self.output, f"browser-{family}.png")], check=True, capture_output=True)
         return tab, other
 
     def test_1_chromium_tab_offered_and_continued_once_with_its_scroll(self):
