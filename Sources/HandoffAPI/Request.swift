@@ -269,8 +269,9 @@ public struct RequestEnvelope: Equatable, Sendable {
         do {
             value = try JSONValue.parse(Data(line))
         } catch {
+            // Say what is wrong with it: a repeated key or a huge number is not "not an object".
             return .failure(RequestFailure(id: nil, error: error.message.hasPrefix("not valid JSON")
-                ? .invalidRequest("The request is not a JSON object.") : error))
+                ? .invalidRequest("The request is \(error.message).") : error))
         }
         guard let object = value.objectValue else { return .failure(RequestFailure(id: nil, error: .invalidRequest("The request is not a JSON object."))) }
         let id = object["id"]

@@ -103,6 +103,8 @@ extension JSONValue {
             throw HandoffError.invalidRequest("not valid JSON")
         case .failure(.duplicateKey):
             throw HandoffError.invalidRequest("not valid JSON: an object repeats a key")
+        case .failure(.numberOutOfRange):
+            throw HandoffError.invalidRequest("not valid JSON: a number no double holds (such as 1e400)")
         case .failure(.tooDeep):
             throw HandoffError(.invalidRequest, "The JSON is nested deeper than \(maximumDepth) levels, the limit.",
                                fix: "Flatten the structure (Docs/LOCAL-API.md, 'Limits').")
@@ -153,7 +155,7 @@ extension HandoffError {
 /// input: every byte is looked at a bounded number of times, nesting and the
 /// number of values are capped before anything is stored.
 struct JSONParser {
-    enum Failure: Error { case syntax, duplicateKey, tooDeep, tooManyValues }
+    enum Failure: Error { case syntax, duplicateKey, numberOutOfRange, tooDeep, tooManyValues }
 
     let input: UnsafeBufferPointer<UInt8>
     var index = 0
@@ -377,7 +379,8 @@ struct JSONParser {
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: input[start..<index]), as: UTF8.self)
         if isInteger, let number = Int64(text) { return .integer(number) }
-        guard let number = Double(text), number.isFinite else { throw .syntax }
+        guard let number = Double(text) else { throw .syntax }
+        guard number.isFinite else { throw .numberOutOfRange }
         return .double(number)
     }
 

@@ -57,7 +57,10 @@ func decodeError(_ text: String) -> RequestFailure? {
         #expect(failure?.error.message == "Unknown op 'teleport'. Known: " + Op.allCases.map(\.rawValue).joined(separator: ", ") + ".")
         #expect(decodeError(#"{"id":3}"#)?.error.message == "The request has no \"op\".")
         #expect(decodeError("[1]")?.error.message == "The request is not a JSON object.")
-        #expect(decodeError("{not json")?.error.message == "The request is not a JSON object.")
+        #expect(decodeError("{not json")?.error.message == "The request is not valid JSON.")
+        // Round two, 8: these were answered "not a JSON object".
+        #expect(decodeError(#"{"op":"status","op":"list"}"#)?.error.message == "The request is not valid JSON: an object repeats a key.")
+        #expect(decodeError(#"{"op":"status","n":1e400}"#)?.error.message == "The request is not valid JSON: a number no double holds (such as 1e400).")
     }
 
     /// A client of another release says which version it speaks and is told both.

@@ -115,7 +115,8 @@ import Testing
     ])
     func refusesWhatRFC8259Refuses(_ text: String) {
         let failure = #expect(throws: HandoffError.self) { try JSONValue.parse(text) }
-        #expect(failure?.message == "not valid JSON")
+        // A number out of a double's range says so; the rest is a syntax error.
+        #expect(failure?.message == (text.hasSuffix("1e400") ? "not valid JSON: a number no double holds (such as 1e400)" : "not valid JSON"))
     }
 
     @Test func invalidUTF8InsideEscapedStringsIsRefused() {
