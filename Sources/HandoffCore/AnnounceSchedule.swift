@@ -4,7 +4,9 @@
 /// knows of each paired device at that moment.
 ///
 /// - A change (publish, resign, invalidate, enable/disable, re-sign) goes to
-///   every present device at once, then only a keepalive every `keepaliveMillis`.
+///   every present device at once, and once more `changeRepeatMillis` later (a
+///   datagram lost to a full receive buffer or a flood would otherwise wait for
+///   the keepalive), then only a keepalive every `keepaliveMillis`.
 /// - First contact (start, a new or changed network address, a new pairing)
 ///   goes by multicast and asks each recipient to answer; when the 15-minute
 ///   period turns, every device gets that round's copy by multicast.
@@ -65,10 +67,13 @@ public struct AnnounceSchedule: Sendable {
 
     public let keepaliveMillis: UInt64
     public let minimumSpacingMillis: UInt64
+    public static let changeRepeatMillis: UInt64 = 2_000
 
     private var lastSentMillis: UInt64?
     private var lastRoundMillis: UInt64?
     private var changePending = false
+    /// When the last change goes out again (nil: no repeat due).
+    private var changeRepeatAt: UInt64?
     /// nil: no first contact pending; false: to devices not present; true: to every eligible device.
     private var firstContactPending: Bool?
     /// The period turned: one multicast copy to every eligible device (see `periodTurned`).
@@ -108,6 +113,8 @@ public struct AnnounceSchedule: Sendable {
     /// The round to send now, or nil (nothing due, or the spacing has not passed;
     /// `nextDeadline` says when to ask again). Clears what it sends.
     public mutating func take(nowMillis now: UInt64, devices: [Device]) -> [Delivery]? {
+        let repeatDue = changeRepeatAt.map { now >= $0 } ?? false
+        if repeatDue { changePending = true }
         let keepaliveDue = lastRoundMillis.map { elapsed(since: $0, now) >= keepaliveMillis } ?? true
         let probes = devices.filter { isProbeDue($0, now) }
         guard hasPending || keepaliveDue || !probes.isEmpty else { return nil }
@@ -129,6 +136,9 @@ public struct AnnounceSchedule: Sendable {
             for device in devices where device.present { add(device, device.route, answerMe: false) }
             lastRoundMillis = now
         }
+        // A change goes twice; its repeat, once.
+        if changePending && !repeatDue { changeRepeatAt = now &+ Self.changeRepeatMillis }
+        else if repeatDue { changeRepeatAt = nil }
         for device in devices {
             guard let asked = answers[device.key] else { continue }
             add(device, asked ?? device.route, answerMe: false)
@@ -158,6 +168,7 @@ public struct AnnounceSchedule: Sendable {
         let spacingEnd = lastSentMillis.map { $0 &+ minimumSpacingMillis } ?? now
         if hasPending { return max(now, spacingEnd) }
         var deadline = lastRoundMillis.map { $0 &+ keepaliveMillis } ?? now
+        if let again = changeRepeatAt { deadline = min(deadline, again) }
         for device in devices where device.eligible && device.seen && !device.present {
             deadline = min(deadline, probed[device.key].map { $0 &+ keepaliveMillis } ?? now)
         }

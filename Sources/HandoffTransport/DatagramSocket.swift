@@ -16,6 +16,9 @@ enum DatagramSocket {
                 try setOption(fd, SOL_SOCKET, SO_REUSEPORT, Int32(1), "setsockopt(SO_REUSEPORT)")
             }
             if family == AF_INET6 { try setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, Int32(1), "setsockopt(IPV6_V6ONLY)") }
+            // Room for a burst (a flood from strangers) before a paired device's datagram is dropped;
+            // the kernel caps it at net.core.rmem_max, which is no reason to fail.
+            try? setOption(fd, SOL_SOCKET, SO_RCVBUF, Int32(1 << 20), "setsockopt(SO_RCVBUF)")
             try bindAnyAddress(fd, family: family, port: port, "bind(udp port \(port))")
             return fd
         } catch {

@@ -57,8 +57,26 @@ import Testing
         #expect(s.nextDeadline(nowMillis: 5_060, devices: devices) == 5_100)
         #expect(s.take(nowMillis: 5_100, devices: devices)?.count == 1)
         #expect(s.take(nowMillis: 5_200, devices: devices) == nil)
-        // The change restarted the keepalive.
-        #expect(s.nextDeadline(nowMillis: 5_200, devices: devices) == 5_100 + keepalive)
+        // The change goes once more 2 s later (a lost datagram would otherwise wait for the
+        // keepalive), then the keepalive, which the repeat restarted.
+        #expect(s.nextDeadline(nowMillis: 5_200, devices: devices) == 5_100 + AnnounceSchedule.changeRepeatMillis)
+        #expect(s.take(nowMillis: 7_100, devices: devices)?.count == 1)
+        #expect(s.take(nowMillis: 7_200, devices: devices) == nil)
+        #expect(s.nextDeadline(nowMillis: 7_200, devices: devices) == 7_100 + keepalive)
+    }
+
+    /// Round two, 4: under a UDP flood a change was lost and not sent again before the keepalive.
+    @Test func aChangeIsSentTwiceAndOnlyTwice() {
+        var s = schedule()
+        let devices = [known(a)]
+        _ = s.take(nowMillis: 0, devices: devices)
+        s.changed()
+        #expect(s.take(nowMillis: 1_000, devices: devices)?.count == 1)
+        #expect(s.take(nowMillis: 2_999, devices: devices) == nil)
+        #expect(s.take(nowMillis: 3_000, devices: devices)?.count == 1)
+        for now in stride(from: UInt64(3_100), to: 3_000 + keepalive, by: 1_000) {
+            #expect(s.take(nowMillis: now, devices: devices) == nil)
+        }
     }
 
     @Test func aDeviceThatAppearsOrAsksIsAnsweredAloneTheWayItCame() {
