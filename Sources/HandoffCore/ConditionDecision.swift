@@ -104,6 +104,8 @@ public struct ConditionEvidence: Sendable, Equatable {
     public var freshnessMillis: UInt64 = 10_000
     /// Discovery paths that work here ("multicast", "unicast", "mdns"), and what the others say.
     public var workingPaths: [String] = []
+    /// Interfaces up with a carrier and an address (nil: not known); empty: no link here.
+    public var linksUp: [String]?
     public var brokenPaths = ""
     public var transferPort: UInt16 = 47181
     public var pairedNames: [String] = []
@@ -137,6 +139,7 @@ public enum ConditionCause: String, CaseIterable, Sendable {
     case peerBluetoothDown = "peer-bluetooth-down"
     case peerWithoutBluetooth = "peer-without-bluetooth"
     case noNetworkHere = "no-network-here"
+    case linkDownHere = "link-down-here"
     case noLink = "no-link"
     case announcementsBlocked = "announcements-blocked"
     case multicastFiltered = "multicast-filtered"
@@ -155,7 +158,7 @@ public enum ConditionCause: String, CaseIterable, Sendable {
         case .notPaired, .unpairedHere, .peerUntrustedUs: .trust
         case .disabledHere, .peerDisabled, .peerStopped, .peerNotRunning, .peerNotAnswering: .enabled
         case .bluetoothDownHere, .peerBluetoothDown, .peerWithoutBluetooth: .bluetooth
-        case .noNetworkHere, .noLink, .announcementsBlocked, .multicastFiltered, .transferPortDropped, .transferPortRefused: .network
+        case .noNetworkHere, .linkDownHere, .noLink, .announcementsBlocked, .multicastFiltered, .transferPortDropped, .transferPortRefused: .network
         case .outOfRange: .proximity
         case .noApp, .terminalFallback: .app
         case .nothingOffered: .notFound
@@ -213,6 +216,10 @@ public enum ConditionDecision {
         if case let .failed(text) = e.bluetooth {
             return verdict(.bluetoothDownHere, "This host's Bluetooth controller is not working: \(text).",
                            "Check the adapter ('sudo handoff-ble-check', 'rfkill list', 'bluetoothctl power on'); handoffd reconnects by itself.")
+        }
+        if let links = e.linksUp, links.isEmpty {
+            return verdict(.linkDownHere, "This host has no network link: no interface is up with a carrier and an address (cable unplugged, Wi-Fi off or not connected).",
+                           "Plug in the network cable or connect to Wi-Fi; handoffd follows the network by itself.")
         }
         if e.workingPaths.isEmpty {
             return verdict(.noNetworkHere, "No discovery path works on this host: \(e.brokenPaths).",

@@ -57,6 +57,7 @@ extension Daemon {
             return !path.state.hasPrefix("no ") && !path.state.hasPrefix("closed")
         }.map(\.name)
         e.brokenPaths = networkPaths.map { "\($0.name): \($0.state)" }.joined(separator: "; ")
+        e.linksUp = MulticastDiscovery.linksUp(named: configuration.interface)
         e.transferPort = transferPort
         e.pairedNames = trust.entries.values.map(\.name)
         e.declaredTypes = declarations.allTypes().sorted()

@@ -75,6 +75,10 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
     }, .peerBluetoothDown),
     ("peer without Bluetooth", with(healthy()) { $0.peer?.state = [] }, .peerWithoutBluetooth),
     ("no network here", with(healthy()) { $0.workingPaths = []; $0.brokenPaths = "multicast: no interface" }, .noNetworkHere),
+    ("this host's cable pulled, the peer still within its TTL", with(healthy()) {
+        $0.linksUp = []
+        $0.peer?.portProbe = .unreachable("169.254.10.1: Network is unreachable")
+    }, .linkDownHere),
     ("cable cut, beacon heard", with(silent()) {
         $0.peer?.beacon = .init(lastHeardMillis: now - 200, smoothedRSSI: -50)
         $0.peer?.portProbe = .dropped(host: "169.254.10.1")

@@ -369,6 +369,16 @@ class Faults(unittest.TestCase):
         finally:
             lab("link", "laptop-a", "up")
 
+    def test_06b_this_hosts_cable_pulled_within_the_peers_ttl(self):
+        # Issue 24: b's own link went down while a was still listed; the advice named a's firewall.
+        lab("link", "laptop-b", "down")
+        try:
+            self.named("this host's cable pulled", "network", "link-down-here", r"This host has no network link",
+                       "Plug in the network cable or connect to Wi-Fi")
+        finally:
+            lab("link", "laptop-b", "up")
+        wait_until("b to list a again", lambda: listed("laptop-b", "laptop-a"), timeout=15)
+
     def test_07_incoming_multicast_dropped(self):
         lab("block", "laptop-b", "multicast")
         try:
