@@ -135,6 +135,7 @@ public enum ConditionCause: String, CaseIterable, Sendable {
     case peerStopped = "peer-stopped"
     case peerNotRunning = "peer-not-running"
     case peerNotAnswering = "peer-not-answering"
+    case peerAsleep = "peer-asleep"
     case bluetoothDownHere = "bluetooth-down-here"
     case peerBluetoothDown = "peer-bluetooth-down"
     case peerWithoutBluetooth = "peer-without-bluetooth"
@@ -156,7 +157,7 @@ public enum ConditionCause: String, CaseIterable, Sendable {
     public var code: HandoffError.Code {
         switch self {
         case .notPaired, .unpairedHere, .peerUntrustedUs: .trust
-        case .disabledHere, .peerDisabled, .peerStopped, .peerNotRunning, .peerNotAnswering: .enabled
+        case .disabledHere, .peerDisabled, .peerStopped, .peerNotRunning, .peerNotAnswering, .peerAsleep: .enabled
         case .bluetoothDownHere, .peerBluetoothDown, .peerWithoutBluetooth: .bluetooth
         case .noNetworkHere, .linkDownHere, .noLink, .announcementsBlocked, .multicastFiltered, .transferPortDropped, .transferPortRefused: .network
         case .outOfRange: .proximity
@@ -271,6 +272,7 @@ public enum ConditionDecision {
                                "Start bluetoothd on \(name) (or give its handoffd --hci), or use no Bluetooth here either.")
             }
             if usesBluetooth && !near {
+                if let asleep = asleep(p, e) { return asleep }
                 return verdict(.outOfRange, "\(name) is not near: \(beaconText(p, e)).",
                                "Bring the two laptops closer together.")
             }
@@ -323,6 +325,7 @@ public enum ConditionDecision {
         }
         /// Nothing from it, and its transfer port cannot be reached either.
         func unreachable(_ detail: String) -> ConditionVerdict {
+            if let asleep = asleep(p, e) { return asleep }
             if usesBluetooth && !beaconFresh && last == nil && !p.mdnsSeen {
                 return verdict(.outOfRange, "\(name) is not near: \(beaconText(p, e)), and nothing else from it reaches this host.",
                                "Bring the two laptops closer together and check that handoffd runs on \(name).")
@@ -348,6 +351,24 @@ public enum ConditionDecision {
         }
         return verdict(.announcementsBlocked, "None of \(name)'s announcements reach this host (\(lastWords))" + (beaconFresh ? ", though its Bluetooth beacon is heard." : "."),
                        "Check that handoffd runs on \(name) and both laptops share a network. " + firewallFix(name, p.transferPort))
+    }
+
+    /// Everything from it went quiet together: its beacon stopped within one keepalive of its last
+    /// announcement, and its address no longer answers at all. A laptop walking out of range keeps
+    /// announcing over the network; a network cut keeps its beacon; a suspended or switched-off
+    /// laptop stops both, and its address with them (issue 24: this was "bring them closer").
+    private static func asleep(_ p: ConditionEvidence.Peer, _ e: ConditionEvidence) -> ConditionVerdict? {
+        guard e.bluetooth != .notUsed, let beacon = p.beacon, beacon.lastHeardMillis + e.freshnessMillis <= e.nowMillis,
+              let last = p.lastAnnouncementMillis else { return nil }
+        let keepalive = max(p.ttlMillis / 3, 1_000)
+        guard beacon.lastHeardMillis + keepalive >= last, last + keepalive + e.freshnessMillis >= beacon.lastHeardMillis else { return nil }
+        switch p.portProbe {
+        case .dropped?, .unreachable?: break
+        default: return nil
+        }
+        let when = clock(max(beacon.lastHeardMillis, last), e)
+        return verdict(.peerAsleep, "\(p.name) seems to be asleep or switched off: its Bluetooth beacon, its announcements and its network address all went quiet at about \(when).",
+                       "Wake \(p.name) (open its lid, press a key); Handoff resumes by itself when it is back.")
     }
 
     /// Its transfer port accepts (the kernel does that for a process that no longer runs its

@@ -189,8 +189,11 @@ extension Daemon {
     func prepareAccept(_ reference: String, requireApp: Bool) async throws(HandoffError) -> (Peer, SignedSummary, DeliveryTarget) {
         let now = wallClockMillis()
         var (evidence, key) = try evidence(for: reference, purpose: .accept(requireApp: requireApp), nowMillis: now)
-        // Silent (gone from the table, or past its TTL before the next expiry sweep): probe it.
-        if let key, peers.peers[key]?.isExpired(nowMillis: now) ?? true { await probe(&evidence, key: key) }
+        // Silent (gone from the table, or past its TTL before the next expiry sweep), or its beacon
+        // gone quiet (asleep, or only far?): probe it.
+        let beaconQuiet = evidence.bluetooth != .notUsed
+            && (evidence.peer?.beacon.map { $0.lastHeardMillis + evidence.freshnessMillis <= now } ?? true)
+        if let key, peers.peers[key]?.isExpired(nowMillis: now) ?? true || beaconQuiet { await probe(&evidence, key: key) }
         if let verdict = ConditionDecision.decide(evidence), !verdict.cause.isWarning { throw verdict.error }
         guard let key, let peer = peers.peers[key], let offer = peer.visibleOffer(nowMillis: wallClockMillis()) else {
             throw HandoffError(.notFound, "'\(reference)' offers nothing to continue right now.", fix: "Run 'handoff-peer list'.")

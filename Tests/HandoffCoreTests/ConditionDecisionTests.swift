@@ -62,6 +62,16 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
         $0.peer?.portProbe = .open
         $0.peer?.handshake = .noAnswer
     }, .peerNotAnswering),
+    ("peer suspended: beacon, announcements and address quiet together", with(silent()) {
+        $0.peer?.announcementsByPath = ["multicast": now - 40_000]
+        $0.peer?.beacon = .init(lastHeardMillis: now - 39_000, smoothedRSSI: -50)
+        $0.peer?.portProbe = .unreachable("169.254.10.1: No route to host")
+    }, .peerAsleep),
+    ("peer suspended within its TTL", with(healthy()) {
+        $0.peer?.announcementsByPath = ["multicast": now - 12_000]
+        $0.peer?.beacon = .init(lastHeardMillis: now - 11_500, smoothedRSSI: -50)
+        $0.peer?.portProbe = .dropped(host: "169.254.10.1")
+    }, .peerAsleep),
     ("peer's handoffd frozen, silent", with(silent()) {
         $0.peer?.portProbe = .open
         $0.peer?.handshake = .noAnswer

@@ -419,6 +419,22 @@ class Faults(unittest.TestCase):
             lab("range", "laptop-a", "in")
         wait_until("a near again", lambda: offer_of("laptop-b", "laptop-a"), timeout=15)
 
+    def test_10b_peer_suspended(self):
+        # Issue 24: a laptop put to sleep (its daemon stopped, its link down, its radio gone) was
+        # "not near: bring the two laptops closer together".
+        pid = daemon_pid("laptop-a")
+        os.kill(pid, signal.SIGSTOP)
+        lab("link", "laptop-a", "down")
+        lab("range", "laptop-a", "out")
+        try:
+            self.named("peer suspended", "enabled", "peer-asleep", r"laptop-a seems to be asleep or switched off", "Wake laptop-a",
+                       settle=25)
+        finally:
+            lab("range", "laptop-a", "in")
+            lab("link", "laptop-a", "up")
+            os.kill(pid, signal.SIGCONT)
+        wait_until("a back", lambda: offer_of("laptop-b", "laptop-a"), timeout=20)
+
     def test_11_peer_with_bluetooth_off(self):
         lab("controller", "laptop-a", "remove")
         try:
