@@ -281,7 +281,9 @@ public enum ConditionDecision {
                 return verdict(.transferPortRefused, "\(name)'s transfer port \(port) at \(host) refuses connections (a firewall rejects it, or nothing listens).",
                                firewallFix(name, p.transferPort))
             case let .dropped(host)?:
-                return verdict(.transferPortDropped, "\(name)'s transfer port \(port) at \(host) does not answer: packets are silently dropped (a firewall).",
+                // Its announcements arrive (the network between the two works): what drops the
+                // connection is a firewall on it, not the link or the access point.
+                return verdict(.transferPortDropped, "\(name)'s announcements arrive, but its transfer port \(port) at \(host) does not answer: packets are silently dropped, by a firewall on \(name).",
                                firewallFix(name, p.transferPort))
             case let .unreachable(reason)?:
                 return verdict(.noLink, "\(name)'s announcements arrive, but its transfer port cannot be reached: \(reason).",
@@ -331,8 +333,13 @@ public enum ConditionDecision {
                                "Bring the two laptops closer together and check that handoffd runs on \(name).")
             }
             let heard = beaconFresh ? " (its Bluetooth beacon is heard, so it is near and running)" : ""
+            // Near and awake, yet nothing passes either way: on public and office Wi-Fi the usual
+            // cause is an access point that isolates its clients from each other.
+            let isolation = beaconFresh
+                ? " On public or office Wi-Fi, the access point may isolate clients from each other (both reach the internet, not each other): use a network without client isolation (home Wi-Fi, a phone hotspot) or ask for it to be turned off."
+                : ""
             return verdict(.noLink, "No link to \(name): \(lastWords), and its transfer port \(port) cannot be reached (\(detail))\(heard).",
-                           "Check both laptops' network connection (cable, Wi-Fi, same network); a firewall that drops everything from this host does the same.")
+                           "Check both laptops' network connection (cable, Wi-Fi, same network); a firewall that drops everything from this host does the same." + isolation)
         }
         switch p.portProbe {
         case let .refused(host)?:

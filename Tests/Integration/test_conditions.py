@@ -379,6 +379,19 @@ class Faults(unittest.TestCase):
             lab("link", "laptop-b", "up")
         wait_until("b to list a again", lambda: listed("laptop-b", "laptop-a"), timeout=15)
 
+    def test_06c_access_point_isolates_clients(self):
+        # Issue 24: called "a firewall"; on public and office Wi-Fi it is usually client isolation.
+        for host in ("laptop-a", "laptop-b"):
+            lab("block", host, "isolate")
+        try:
+            wait_until("b to stop listing a", lambda: not listed("laptop-b", "laptop-a"), timeout=10)
+            self.named("client isolation", "network", "no-link", r"No link to laptop-a.*beacon is heard",
+                       "the access point may isolate clients from each other", settle=20)
+        finally:
+            for host in ("laptop-a", "laptop-b"):
+                lab("block", host, "none")
+        wait_until("b to list a again", lambda: listed("laptop-b", "laptop-a"), timeout=15)
+
     def test_07_incoming_multicast_dropped(self):
         lab("block", "laptop-b", "multicast")
         try:
