@@ -61,6 +61,21 @@ public struct PublisherStack<Item: Sendable>: Sendable {
         return entries.count != before
     }
 
+    /// Stops offering every publisher's activity (this host offers nothing; each can come back).
+    @discardableResult
+    public mutating func resignAll() -> Bool {
+        let had = entries.contains(where: \.offered)
+        for index in entries.indices { entries[index].offered = false }
+        return had
+    }
+
+    /// Ends every publisher's activity.
+    @discardableResult
+    public mutating func invalidateAll() -> Bool {
+        defer { entries.removeAll() }
+        return !entries.isEmpty
+    }
+
     /// Drops the activities `isGone` says have ended (expired), wherever they are; returns them.
     public mutating func removeAll(where isGone: (Item) -> Bool) -> [Entry] {
         let gone = entries.filter { isGone($0.item) }

@@ -125,8 +125,8 @@ extension Daemon {
         case .hello: return plain(HelloResult().json)
         case let .publish(body, publisher): return plain(try publishRequest(body, payloadActivity: payloadActivity, publisher: publisher ?? Self.defaultPublisher))
         case let .becomeCurrent(publisher): return plain(try becomeCurrentRequest(publisher ?? Self.defaultPublisher))
-        case let .resign(publisher): return plain(resignRequest(publisher ?? Self.defaultPublisher))
-        case let .invalidate(publisher): return plain(invalidateRequest(publisher ?? Self.defaultPublisher))
+        case let .resign(publisher): return plain(resignRequest(publisher))
+        case let .invalidate(publisher): return plain(invalidateRequest(publisher))
         case .list: return plain(["peers": .array(peerList().map(\.json))])
         case let .accept(peer, requireApp, payload): return try await acceptRequest(peer, requireApp: requireApp, payload: payload)
         case let .decline(peer): return plain(try declineRequest(peer))
@@ -189,15 +189,16 @@ extension Daemon {
         return publishResult(try publish(activity, by: publisher)).json
     }
 
-    /// Only the caller's own activity stops; if it was current, the one offered before it comes back.
-    private func resignRequest(_ publisher: String) -> JSONValue {
-        let had = publishers.resign(publisher)
+    /// Only the named publisher's activity stops; if it was current, the one offered before it
+    /// comes back. No publisher named: this host stops offering anything (a person at a terminal).
+    private func resignRequest(_ publisher: String?) -> JSONValue {
+        let had = publisher.map { publishers.resign($0) } ?? publishers.resignAll()
         offerCurrentPublisher()
         return ["resigned": .bool(had)]
     }
 
-    private func invalidateRequest(_ publisher: String) -> JSONValue {
-        let had = publishers.invalidate(publisher)
+    private func invalidateRequest(_ publisher: String?) -> JSONValue {
+        let had = publisher.map { publishers.invalidate($0) } ?? publishers.invalidateAll()
         if had && publishers.entries.isEmpty { offerInvalidated = true }
         offerCurrentPublisher()
         return ["invalidated": .bool(had)]

@@ -41,6 +41,8 @@ public final class HandoffClient: @unchecked Sendable {
     /// Connects to `socketPath`, else `$HANDOFF_SOCKET`, else the default path.
     /// Refuses a socket whose directory another user could write (or is a
     /// symbolic link), and a listener that runs as another user.
+    /// `publisher` nil: resign and invalidate act on every publisher of this host (`handoff-peer`
+    /// without --publisher); publish then uses the shared publisher "default".
     public init(socketPath: String? = nil, publisher: String? = HandoffClient.programName) throws(HandoffError) {
         let path = socketPath ?? LocalAPIPath.socketPath(environment: ProcessInfo.processInfo.environment,
                                                          uid: getuid(), isClient: true)
@@ -54,10 +56,10 @@ public final class HandoffClient: @unchecked Sendable {
         self.connection = connection
     }
 
-    /// The running program's file name, when it is a valid publisher name.
-    public static var programName: String? {
-        let name = CommandLine.arguments.first.map { String($0.split(separator: "/").last ?? "") }
-        return name.flatMap { PublisherStack<Activity>.validName($0) ? $0 : nil }
+    /// The running program's file name, when it is a valid publisher name, else "app".
+    public static var programName: String {
+        let name = CommandLine.arguments.first.map { String($0.split(separator: "/").last ?? "") } ?? ""
+        return PublisherStack<Activity>.validName(name) ? name : "app"
     }
 
     /// Connects to the daemon's socket at `path` after checking its directory, and

@@ -5,7 +5,7 @@ import HandoffCore
 enum Commands {
     static let json = CommandSpec.Option("json", help: "Print JSON (for scripts).")
     static let publisher = CommandSpec.Option("publisher", value: "NAME",
-                                              help: "Whose activity (default handoff-peer): each publisher holds one; see 'Which activity is current' in Docs/LOCAL-API.md.")
+                                              help: "Whose activity: publish offers as handoff-peer unless named; each publisher holds one (Docs/LOCAL-API.md, 'Which activity is current').")
 
     static let all: [CommandSpec] = [
         CommandSpec(name: "list", abstract: "List peers in range, the activity each offers, and where accepting it continues it.", options: [json],
@@ -34,9 +34,9 @@ enum Commands {
                         json,
                     ],
                     discussion: "Warns on stderr when userInfo is above Apple's 3 KB guidance; refuses it above the hard limit (64 MiB)."),
-        CommandSpec(name: "resign", abstract: "Stop offering this publisher's activity for now; the one offered before it becomes current again.",
+        CommandSpec(name: "resign", abstract: "Stop offering what this host offers, for now; with --publisher, only that publisher's activity (the one offered before it comes back).",
                     options: [publisher]),
-        CommandSpec(name: "invalidate", abstract: "End this publisher's activity; it cannot be made current again.", options: [publisher]),
+        CommandSpec(name: "invalidate", abstract: "End what this host offers; with --publisher, only that publisher's activity.", options: [publisher]),
         CommandSpec(name: "status", abstract: "Show this daemon's identity, discovery, peers and dropped-message counters.", options: [json]),
         CommandSpec(name: "pair", abstract: "Pair with another host: both show the same six-digit code; confirm it on both.",
                     arguments: [.init("PEER", optional: true, help: "The host to pair with (name or device id, as it announces while its pairing is open). Leave out on the host that waits.")],

@@ -11,8 +11,11 @@ struct Runner {
     let arguments: ParsedArguments
     var wantsJSON: Bool { arguments.flag("json") }
 
-    init(socketPath: String?, arguments: ParsedArguments) throws(HandoffError) {
-        client = try HandoffClient(socketPath: socketPath, publisher: arguments.value("publisher") ?? "handoff-peer")
+    init(socketPath: String?, command: String, arguments: ParsedArguments) throws(HandoffError) {
+        // publish offers as handoff-peer; resign and invalidate without --publisher stop everything this host offers.
+        let named = arguments.value("publisher")
+        let publisher = named ?? (["resign", "invalidate"].contains(command) ? nil : "handoff-peer")
+        client = try HandoffClient(socketPath: socketPath, publisher: publisher)
         self.arguments = arguments
     }
 

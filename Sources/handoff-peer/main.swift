@@ -91,7 +91,7 @@ do {
 }
 
 do throws(HandoffError) {
-    let runner = try Runner(socketPath: socketPath, arguments: arguments)
+    let runner = try Runner(socketPath: socketPath, command: command.name, arguments: arguments)
     exit(try runner.run(command.name))
 } catch {
     failure(error)

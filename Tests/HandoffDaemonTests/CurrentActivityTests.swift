@@ -87,4 +87,20 @@ import Testing
         #expect(try await send(test, .resign(publisher: nil))["resigned"] == .bool(true))
         #expect(await current(test) == nil)
     }
+
+    /// `handoff-peer resign` / `invalidate` without --publisher: the host stops offering anything,
+    /// with nothing handed back (a person at a terminal means all of it).
+    @Test func resignOrInvalidateWithoutAPublisherStopsEveryOffer() async throws {
+        let test = try TestDaemon()
+        defer { test.remove() }
+        _ = try await send(test, .publish(.json(document), publisher: "documents"))
+        _ = try await send(test, .publish(.json(tab), publisher: "browser-firefox"))
+        #expect(try await send(test, .resign(publisher: nil))["resigned"] == .bool(true))
+        #expect(await current(test) == nil)
+        _ = try await send(test, .becomeCurrent(publisher: "documents"))
+        #expect(await current(test)?.publisher == "documents")
+        #expect(try await send(test, .invalidate(publisher: nil))["invalidated"] == .bool(true))
+        #expect(await current(test) == nil)
+        #expect(await test.daemon.publishers.entries.isEmpty)
+    }
 }
