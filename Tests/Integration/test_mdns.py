@@ -35,7 +35,7 @@ def browse(host):
 
 
 def daemon_pid(host):
-    with open(f"/tmp/handoff-lab/{host}/handoffd.pid") as f:
+    with open(os.path.join(os.environ.get("HANDOFF_LAB_DIR", "/tmp/handoff-lab"), host, "handoffd.pid")) as f:
         return f.read().strip()
 
 
