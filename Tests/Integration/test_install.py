@@ -44,6 +44,8 @@ PROMISED = {
     f"{PREFIX}/share/man/man1/handoff-peer.1": 0o644,
     f"{PREFIX}/share/man/man1/handoff-ble-check.1": 0o644,
     f"{PREFIX}/share/man/man1/handoff-notify.1": 0o644,
+    f"{PREFIX}/share/man/man1/handoff-documents.1": 0o644,
+    f"{PREFIX}/share/man/man1/handoff-webext-host.1": 0o644,
     "/etc/xdg/autostart/handoff-notify.desktop": 0o644,
     "/etc/xdg/autostart/handoff-documents.desktop": 0o644,
     **{f"{PREFIX}/share/webext/handoff/{family}/{name}": 0o644

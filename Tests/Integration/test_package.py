@@ -45,7 +45,9 @@ FILES = {
        for family in ("chromium", "firefox") for name in ("background.js", "manifest.json", "scrolled.js")},
     "/usr/lib/mozilla/native-messaging-hosts/io.github.handoff.json": 0o644,
     "/etc/chromium/native-messaging-hosts/io.github.handoff.json": 0o644,
-    "/etc/opt/chrome/native-messaging-hosts/io.github.handoff.json": 0o644,
+    "/usr/share/handoff/native-messaging/chrome/io.github.handoff.json": 0o644,
+    "/usr/share/man/man1/handoff-documents.1.gz": 0o644,
+    "/usr/share/man/man1/handoff-webext-host.1.gz": 0o644,
     "/usr/share/bash-completion/completions/handoff-peer": 0o644,
     "/usr/share/zsh/vendor-completions/_handoff-peer": 0o644,
     "/usr/share/fish/vendor_completions.d/handoff-peer.fish": 0o644,
@@ -53,8 +55,7 @@ FILES = {
     "/usr/share/doc/handoff/changelog.gz": 0o644,
 }
 CONFFILES = {"/etc/default/handoffd", "/etc/ufw/applications.d/handoff", "/etc/xdg/autostart/handoff-notify.desktop",
-             "/etc/xdg/autostart/handoff-documents.desktop", "/etc/chromium/native-messaging-hosts/io.github.handoff.json",
-             "/etc/opt/chrome/native-messaging-hosts/io.github.handoff.json"}
+             "/etc/xdg/autostart/handoff-documents.desktop", "/etc/chromium/native-messaging-hosts/io.github.handoff.json"}
 # Links the package ships: multi-call programs, and the browsers' extension directories (webext layout).
 LINKS = {"/usr/bin/handoff-webext-host": "handoff-peer", "/usr/bin/handoff-documents": "handoff-notify",
          "/usr/share/chromium/extensions/handoff": "../../webext/handoff/chromium",
