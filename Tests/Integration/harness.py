@@ -81,3 +81,34 @@ def start_xvfb(size="1024x700x24"):
         process.wait()
         raise AssertionError("Xvfb did not start (no display number on -displayfd)")
     return process, f":{number}"
+
+
+def install_missing(packages):
+    """Debian packages for the tools a test drives ({tool: package}); Scripts/test installs them
+    first, so this does something only when a test runs alone on a fresh machine."""
+    import shutil
+    import subprocess
+    missing = sorted({package for tool, package in packages.items() if not shutil.which(tool)})
+    if missing:
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], check=True, env=env)
+
+
+def stop_pid(pid):
+    """Stops one process a test started, by its id: TERM, then KILL after 5 s."""
+    import signal
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

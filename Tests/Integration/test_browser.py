@@ -13,7 +13,6 @@ Needs root (network namespaces). One browser start per host and family."""
 import json
 import os
 import shutil
-import signal
 import statistics
 import struct
 import subprocess
@@ -30,7 +29,7 @@ os.environ.setdefault("HANDOFF_LAB_DIR", "/tmp/handoff-lab-browser")
 os.environ.setdefault("HANDOFF_LAB_BLE", "0")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import start_xvfb, LAB, REPO, lab, peer, peer_json, require_root, wait_until  # noqa: E402
+from harness import install_missing, stop_pid, start_xvfb, LAB, REPO, lab, peer, peer_json, require_root, wait_until  # noqa: E402
 from browsers import Chromium, Firefox  # noqa: E402
 
 ARGS = ["--announce-interval", "1", "--peer-ttl", "4", "--transfer-timeout", "3"]
@@ -42,29 +41,8 @@ APPS = {"chromium": "Chromium (Handoff extension)", "firefox": "Firefox (Handoff
 SCROLL_Y = 1500
 
 
-def install_missing():
-    missing = sorted({package for tool, package in PACKAGES.items() if not shutil.which(tool)})
-    if missing:
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], check=True, env=env)
 
 
-def stop_pid(pid):
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    for _ in range(50):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def frame(body):
@@ -76,7 +54,7 @@ class Browser(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require_root()
-        install_missing()
+        install_missing(PACKAGES)
         cls.pids, cls.popens, cls.browsers = [], [], {}
         cls.tmp = tempfile.mkdtemp(prefix="handoff-browser-")
         os.chmod(cls.tmp, 0o755)

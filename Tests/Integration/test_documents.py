@@ -10,7 +10,6 @@ Needs root: it creates network namespaces through Scripts/lab."""
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -18,7 +17,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import start_xvfb, LAB, lab, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
+from harness import install_missing, stop_pid, start_xvfb, LAB, lab, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
 
 ARGS = ["--announce-interval", "1", "--peer-ttl", "4", "--log-level", "debug"]
 HOSTS = ("laptop-a", "laptop-b")
@@ -26,29 +25,8 @@ PACKAGES = {"mousepad": "mousepad", "Xvfb": "xvfb", "dbus-daemon": "dbus"}
 DOCUMENT_TYPE = "io.github.handoff.document"
 
 
-def install_missing():
-    missing = sorted({package for tool, package in PACKAGES.items() if not shutil.which(tool)})
-    if missing:
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], check=True, env=env)
 
 
-def stop_pid(pid):
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    for _ in range(50):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def read(path):
@@ -76,7 +54,7 @@ class Documents(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require_root()
-        install_missing()
+        install_missing(PACKAGES)
         cls.pids, cls.popens = [], []
         cls.tmp = tempfile.mkdtemp(prefix="handoff-documents-")  # under /tmp, which lab hosts share
         os.chmod(cls.tmp, 0o755)

@@ -12,7 +12,6 @@ Needs root: it creates network namespaces through Scripts/lab."""
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -22,7 +21,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import LAB, REPO, lab, start_xvfb, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
+from harness import install_missing, stop_pid, LAB, REPO, lab, start_xvfb, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
 
 ARGS = ["--announce-interval", "1", "--peer-ttl", "4", "--transfer-timeout", "3", "--log-level", "debug"]
 LAB_DIR = os.environ.get("HANDOFF_LAB_DIR", "/tmp/handoff-lab")
@@ -33,37 +32,15 @@ READER_TYPE = "org.example.handoff-reader.document"
 PACKAGES = {"dunst": "dunst", "Xvfb": "xvfb", "import": "imagemagick", "dbus-daemon": "dbus"}
 
 
-def install_missing():
-    missing = sorted({package for tool, package in PACKAGES.items() if not shutil.which(tool)})
-    if missing:
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], check=True, env=env)
 
 
-def stop_pid(pid):
-    """Stops one process we started, by its id: TERM, then KILL after 5 s."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    for _ in range(50):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 class Notify(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require_root()
-        install_missing()
+        install_missing(PACKAGES)
         cls.pids = []          # every process started here, stopped by id in tearDownClass
         cls.popens = []
         cls.tmp = tempfile.mkdtemp(prefix="handoff-notify-")  # under /tmp, which lab hosts share
