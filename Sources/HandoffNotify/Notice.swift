@@ -40,19 +40,26 @@ public struct OfferNotice: Equatable, Sendable {
     public var continuesInTerminal: Bool { deliverTo == "terminal" }
 }
 
-/// What the notification server said it can do (GetCapabilities).
+/// What the notification server said it can do (GetCapabilities), and who it is (GetServerInformation).
 public struct ServerCapabilities: Equatable, Sendable {
     public var actions: Bool
     public var bodyMarkup: Bool
+    /// It lists every action, the default one too, in a menu (dunst, mako): a separate Continue
+    /// would be there twice. Others (GNOME Shell, Plasma) show the default action only as a click.
+    public var listsDefaultAction: Bool
 
-    public init(actions: Bool, bodyMarkup: Bool) {
+    public init(actions: Bool, bodyMarkup: Bool, listsDefaultAction: Bool = false) {
         self.actions = actions
         self.bodyMarkup = bodyMarkup
+        self.listsDefaultAction = listsDefaultAction
     }
 
-    public init(_ names: [String]) {
-        self.init(actions: names.contains("actions"), bodyMarkup: names.contains("body-markup"))
+    public init(_ names: [String], serverName: String? = nil) {
+        self.init(actions: names.contains("actions"), bodyMarkup: names.contains("body-markup"),
+                  listsDefaultAction: serverName.map(Self.serversListingTheDefaultAction.contains) ?? false)
     }
+
+    static let serversListingTheDefaultAction: Set<String> = ["dunst", "mako"]
 }
 
 /// The arguments of one org.freedesktop.Notifications.Notify call that
@@ -84,6 +91,7 @@ public struct Notice: Equatable, Sendable {
         body = title + "\n" + (markup ? "<i>\(Self.escape(target))</i>" : target)
         // With no "actions", a click is all there is: it continues (when something here can).
         switch (capabilities.actions, offer.continuesInTerminal) {
+        case (true, false) where capabilities.listsDefaultAction: actions = [Self.defaultKey, "Continue", Self.declineKey, "Not now"]
         case (true, false): actions = [Self.defaultKey, "Continue", Self.continueKey, "Continue", Self.declineKey, "Not now"]
         case (true, true): actions = [Self.declineKey, "Not now"]
         case (false, false): actions = [Self.defaultKey, "Continue"]

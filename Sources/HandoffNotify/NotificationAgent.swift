@@ -244,7 +244,9 @@ public final class NotificationAgent: @unchecked Sendable {
     private func capabilities(_ bus: BusConnection) -> ServerCapabilities {
         do throws(BusError) {
             let values = try bus.callBlocking(try bus.notificationsCall("GetCapabilities"), timeoutMillis: 5_000)
-            return ServerCapabilities(values.first?.strings ?? [])
+            // Its name decides whether a Continue beside the default action would be listed twice.
+            let information = try? bus.callBlocking(try bus.notificationsCall("GetServerInformation"), timeoutMillis: 5_000)
+            return ServerCapabilities(values.first?.strings ?? [], serverName: information?.first?.string)
         } catch {
             // No server yet: assume the common case; a server that appears later is asked again.
             log("cannot ask the notification server for its capabilities: \(error)")

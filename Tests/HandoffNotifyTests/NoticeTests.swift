@@ -24,6 +24,17 @@ import Testing
         #expect(notice.summary == "Continue from laptop-a")
     }
 
+    /// Issue 25: dunst listed "Continue" twice in its menu (the default action and the Continue action).
+    @Test func aServerThatListsTheDefaultActionGetsOneContinue() {
+        for server in ["dunst", "mako"] {
+            let notice = Notice(offer: offer, capabilities: ServerCapabilities(["actions"], serverName: server))
+            #expect(notice.actions == ["default", "Continue", "decline", "Not now"])
+        }
+        // GNOME Shell and Plasma show only the other actions as buttons: Continue stays one.
+        let shell = Notice(offer: offer, capabilities: ServerCapabilities(["actions"], serverName: "gnome-shell"))
+        #expect(shell.actions == ["default", "Continue", "continue", "Continue", "decline", "Not now"])
+    }
+
     @Test func withoutActionsAClickContinues() {
         #expect(Notice(offer: offer, capabilities: plain).actions == ["default", "Continue"])
     }
