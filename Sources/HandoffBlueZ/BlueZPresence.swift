@@ -470,8 +470,8 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         switch registration.next(wanted: wanted, at: Self.nowMillis()) {
         case .none:
             break
-        case let .register(token):
-            registerAdvertisement(on: adapter.path, token: token)
+        case .register:
+            registerAdvertisement(on: adapter.path)
         case .unregister:
             unregisterAdvertisement()
         case let .wait(millis):
@@ -522,7 +522,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         after(millis: 2000) { presence in if presence.current == path { presence.reconcile() } }
     }
 
-    private func registerAdvertisement(on path: String, token: [UInt8]) {
+    private func registerAdvertisement(on path: String) {
         let issued = generation
         call(BlueZ.service, path, BlueZ.advertisingManagerInterface, "RegisterAdvertisement", { (body: inout MessageWriter) throws(BusError) in
             try body.objectPath(BlueZ.advertisementPath)
@@ -573,7 +573,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
                 case "Type":
                     try writer.string("broadcast")
                 case "ManufacturerData":
-                    let payload = token.map { Beacon(companyID: companyID, token: $0).manufacturerPayload } ?? []
+                    let payload = (registration.token ?? token).map { Beacon(companyID: companyID, token: $0).manufacturerPayload } ?? []
                     try writer.container("a", "{qv}") { (map: inout MessageWriter) throws(BusError) in
                         guard !payload.isEmpty else { return }
                         try map.container("e", "qv") { (entry: inout MessageWriter) throws(BusError) in

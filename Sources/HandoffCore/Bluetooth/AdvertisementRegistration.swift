@@ -54,6 +54,15 @@ public struct AdvertisementRegistration: Sendable, Equatable {
 
     public init() {}
 
+    /// The token being registered or registered: what the advertisement object serves when
+    /// bluetoothd reads it, so the registration and the data on the air stay one.
+    public var token: [UInt8]? {
+        switch state {
+        case let .registering(token), let .registered(token): token
+        case .off, .unregistering: nil
+        }
+    }
+
     /// The beacon bluetoothd has on the air for us, if any.
     public var isAdvertising: Bool {
         if case .registered = state { return !stale }
