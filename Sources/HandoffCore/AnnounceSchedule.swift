@@ -80,6 +80,8 @@ public struct AnnounceSchedule: Sendable {
     private var refreshPending = false
     /// Devices to answer, with the route the question came by (nil: the device's own route).
     private var answers: [DeviceKey: Route?] = [:]
+    /// Devices heard only by unicast, to be asked by multicast (`checkMulticast`).
+    private var multicastChecks: Set<DeviceKey> = []
     /// When each device seen but not heard was last probed.
     private var probed: [DeviceKey: UInt64] = [:]
 
@@ -101,6 +103,11 @@ public struct AnnounceSchedule: Sendable {
     /// reaches it (how `doctor` tells a network that filters multicast).
     public mutating func periodTurned() { refreshPending = true }
 
+    /// The active check that the network carries multicast: each of `keys` gets its next copy
+    /// by multicast, asking for an answer, which comes back the way the question came. No
+    /// multicast answer means the network filters it (ConditionDecision: multicast-filtered).
+    public mutating func checkMulticast(_ keys: [DeviceKey]) { multicastChecks.formUnion(keys) }
+
     /// `key` appeared or asked for our state: it gets it at once, by `route` if given.
     public mutating func answer(_ key: DeviceKey, by route: Route? = nil) {
         if let already = answers[key], already == .multicast { return }
@@ -108,7 +115,9 @@ public struct AnnounceSchedule: Sendable {
     }
 
     /// Whether anything waits for the spacing to pass.
-    public var hasPending: Bool { changePending || refreshPending || firstContactPending != nil || !answers.isEmpty }
+    public var hasPending: Bool {
+        changePending || refreshPending || firstContactPending != nil || !answers.isEmpty || !multicastChecks.isEmpty
+    }
 
     /// The round to send now, or nil (nothing due, or the spacing has not passed;
     /// `nextDeadline` says when to ask again). Clears what it sends.
@@ -132,6 +141,7 @@ public struct AnnounceSchedule: Sendable {
         if refreshPending {
             for device in devices { add(device, .multicast, answerMe: !device.present) }
         }
+        for device in devices where multicastChecks.contains(device.key) { add(device, .multicast, answerMe: true) }
         if changePending || keepaliveDue || refreshPending || firstContactPending != nil {
             for device in devices where device.present { add(device, device.route, answerMe: false) }
             lastRoundMillis = now
@@ -154,6 +164,7 @@ public struct AnnounceSchedule: Sendable {
         refreshPending = false
         firstContactPending = nil
         answers.removeAll()
+        multicastChecks.removeAll()
         lastSentMillis = now
         return deliveries
     }

@@ -79,6 +79,8 @@ public struct ConditionEvidence: Sendable, Equatable {
         public var mdnsSeen = false
         /// Listed without a break since then (nil: not listed now).
         public var listedSinceMillis: UInt64?
+        /// When this host last asked it by multicast, to answer by multicast (the active check).
+        public var multicastCheckMillis: UInt64?
         public var transferPort: UInt16 = 47181
         public var portProbe: PortProbe?
         public var handshake: HandshakeProbe?
@@ -300,7 +302,12 @@ public enum ConditionDecision {
             let window = 2 * ServiceRecord.rotationSeconds * 1000 + p.ttlMillis
             let multicastRecent = p.announcementsByPath["multicast"].map { $0 + window > now } ?? false
             let listedLongEnough = p.listedSinceMillis.map { $0 + window <= now } ?? false
-            if e.workingPaths.contains("multicast"), listedLongEnough, !multicastRecent, p.announcementsByPath["unicast"] != nil {
+            // The active check: asked by multicast at least 10 s ago, answered by unicast only since.
+            let checkUnanswered = p.multicastCheckMillis.map { checked in
+                checked + 10_000 <= now && (p.announcementsByPath["multicast"] ?? 0) < checked
+                    && (p.announcementsByPath["unicast"] ?? 0) > checked
+            } ?? false
+            if e.workingPaths.contains("multicast"), listedLongEnough && !multicastRecent || checkUnanswered, p.announcementsByPath["unicast"] != nil {
                 return verdict(.multicastFiltered, "Announcements from \(name) arrive by unicast (found by mDNS) but not by multicast: the network filters multicast (access-point client isolation or IGMP snooping) or a firewall drops 47180/udp.",
                                "Handoff works through mDNS; to restore multicast, turn off client isolation on the access point or open 47180/udp ('sudo ufw allow 47180/udp').")
             }

@@ -75,6 +75,7 @@ extension Daemon {
         p.ttlMillis = peer?.ttlMillis ?? past?.ttlMillis ?? UInt64(configuration.peerTTLSeconds) * 1000
         p.state = peer?.senderState ?? past?.state
         p.listedSinceMillis = peer?.appearedMillis
+        p.multicastCheckMillis = multicastChecks[key]
         p.goodbyeMillis = past?.goodbyeMillis
         if let reading = proximity.readings[key] {
             p.beacon = .init(lastHeardMillis: reading.lastHeardMillis, smoothedRSSI: reading.smoothedRSSI)

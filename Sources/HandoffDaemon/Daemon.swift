@@ -78,6 +78,8 @@ public actor Daemon {
     var pendingDeliveries: [PendingDelivery] = []
     /// What each paired device last said, kept after it leaves (Daemon+Conditions).
     var history = PeerHistory()
+    /// When each listed paired device was last asked by multicast (checkMulticastPaths).
+    var multicastChecks: [DeviceKey: UInt64] = [:]
     /// The last offer ended by `invalidate` (said in announcements, so peers can tell it from a resign).
     var offerInvalidated = false
     var transferListener: StreamListener?
@@ -283,7 +285,12 @@ public actor Daemon {
         func until(_ deadline: UInt64, _ now: UInt64) -> UInt64 { deadline > now ? deadline - now : 0 }
         // Also while nobody is present: without route netlink, housekeeping is where new interfaces and addresses are noticed.
         var delay = until(schedule.nextDeadline(nowMillis: mono, devices: devices), mono)
-        for peer in peers.peers.values { delay = min(delay, until(peer.lastSeenMillis &+ peer.ttlMillis, wall)) }
+        for peer in peers.peers.values {
+            delay = min(delay, until(peer.lastSeenMillis &+ peer.ttlMillis, wall))
+            // The first multicast check of a newly listed device, once (a past deadline wakes nothing).
+            let check = peer.appearedMillis &+ Self.multicastCheckAfterMillis
+            if multicast != nil, multicastChecks[peer.key] == nil, check > wall { delay = min(delay, check - wall) }
+        }
         if let current = published {
             if let expires = current.activity.expiresAtMillis { delay = min(delay, until(expires, wall)) }
             else { delay = min(delay, until(current.summary.summary.expiresAtMillis &- configuration.summaryLifetimeMillis / 2, wall)) }
@@ -292,6 +299,25 @@ public actor Daemon {
         delay = min(delay, until((ServiceRecord.epoch(wallClockMillis: wall) &+ 1) * rotation, wall))
         if isPairingOpen() { delay = min(delay, until((lastPairingBeaconMillis ?? 0) &+ pairingBeaconIntervalMillis, mono)) }
         return delay
+    }
+
+    /// The active multicast check (issue 24: a filtered network showed only after two 15-minute
+    /// periods): a paired device listed for 10 s and not heard by multicast in the last two
+    /// minutes is asked by multicast, at most once a period, to answer the way it was asked.
+    /// No multicast answer within 10 s is the evidence for multicast-filtered.
+    static let multicastCheckAfterMillis: UInt64 = 10_000
+
+    func checkMulticastPaths(nowMillis now: UInt64) {
+        guard multicast != nil else { return }
+        multicastChecks = multicastChecks.filter { peers.peers[$0.key] != nil }
+        let due = peers.peers.values.filter { peer in
+            peer.appearedMillis + Self.multicastCheckAfterMillis <= now
+                && !(peer.lastSeenByPath["multicast"].map { $0 + 120_000 > now } ?? false)
+                && (multicastChecks[peer.key].map { $0 + ServiceRecord.rotationSeconds * 1000 <= now } ?? true)
+        }.map(\.key)
+        guard !due.isEmpty else { return }
+        for key in due { multicastChecks[key] = now }
+        schedule.checkMulticast(due)
     }
 
     /// A pairing beacon as often as announcements used to go, at most every 5 s: pairing is short and user-driven.
@@ -308,6 +334,7 @@ public actor Daemon {
             log.info("a network interface or address changed: announcing to every paired device by multicast")
             schedule.firstContact(all: true)
         }
+        checkMulticastPaths(nowMillis: now)
         let epoch = ServiceRecord.epoch(wallClockMillis: now)
         if epoch != contactEpoch {
             contactEpoch = epoch

@@ -65,6 +65,17 @@ import Testing
         #expect(s.nextDeadline(nowMillis: 7_200, devices: devices) == 7_100 + keepalive)
     }
 
+    /// Issue 24: a network that filters multicast showed only after two 15-minute periods.
+    @Test func aMulticastCheckAsksByMulticastOnce() {
+        var s = schedule()
+        let devices = [known(a), known(b)]
+        _ = s.take(nowMillis: 0, devices: devices)
+        s.checkMulticast([a])
+        let round = s.take(nowMillis: 1_000, devices: devices)
+        #expect(round == [.init(key: a, route: .multicast, answerMe: true)])
+        #expect(s.take(nowMillis: 2_000, devices: devices) == nil)
+    }
+
     /// Round two, 4: under a UDP flood a change was lost and not sent again before the keepalive.
     @Test func aChangeIsSentTwiceAndOnlyTwice() {
         var s = schedule()

@@ -85,6 +85,11 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
     }, .peerBluetoothDown),
     ("peer without Bluetooth", with(healthy()) { $0.peer?.state = [] }, .peerWithoutBluetooth),
     ("no network here", with(healthy()) { $0.workingPaths = []; $0.brokenPaths = "multicast: no interface" }, .noNetworkHere),
+    ("multicast filtered, found by the active check within a minute", with(healthy()) {
+        $0.peer?.announcementsByPath = ["multicast": now - 50_000, "unicast": now - 100]
+        $0.peer?.listedSinceMillis = now - 50_000
+        $0.peer?.multicastCheckMillis = now - 20_000
+    }, .multicastFiltered),
     ("this host's cable pulled, the peer still within its TTL", with(healthy()) {
         $0.linksUp = []
         $0.peer?.portProbe = .unreachable("169.254.10.1: Network is unreachable")
