@@ -302,8 +302,9 @@ public actor Daemon {
     }
 
     /// The active multicast check (issue 24: a filtered network showed only after two 15-minute
-    /// periods): a paired device listed for 10 s and not heard by multicast in the last two
-    /// minutes is asked by multicast, at most once a period, to answer the way it was asked.
+    /// periods): a paired device listed for 10 s and not heard by multicast within a period is
+    /// asked by multicast, at most once a period, to answer the way it was asked. At rest on a
+    /// network that carries multicast, every device is heard so once a period: no check goes out.
     /// No multicast answer within 10 s is the evidence for multicast-filtered.
     static let multicastCheckAfterMillis: UInt64 = 10_000
 
@@ -312,7 +313,8 @@ public actor Daemon {
         multicastChecks = multicastChecks.filter { peers.peers[$0.key] != nil }
         let due = peers.peers.values.filter { peer in
             peer.appearedMillis + Self.multicastCheckAfterMillis <= now
-                && !(peer.lastSeenByPath["multicast"].map { $0 + 120_000 > now } ?? false)
+                // Heard by multicast within a period (every host multicasts one copy a period): it works.
+                && !(peer.lastSeenByPath["multicast"].map { $0 + ServiceRecord.rotationSeconds * 1000 + 60_000 > now } ?? false)
                 && (multicastChecks[peer.key].map { $0 + ServiceRecord.rotationSeconds * 1000 <= now } ?? true)
         }.map(\.key)
         guard !due.isEmpty else { return }
