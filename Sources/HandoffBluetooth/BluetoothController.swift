@@ -73,10 +73,32 @@ final class BluetoothController: Sendable {
         _ = pending.withLock { $0?.done.signal() }
     }
 
+    /// HCI status 0x0C, Command Disallowed (Core Vol 1, Part F).
+    static let commandDisallowed: UInt8 = 0x0C
+
     /// Sends `command` and returns its completion; a non-zero status is an error carrying the HCI status code.
     @discardableResult
     func execute(_ command: HCICommand) throws(HandoffError) -> HCIEvent {
-        try commandLock.withLock { _ throws(HandoffError) -> HCIEvent in
+        let (event, status) = try completion(of: command)
+        if status != 0 { throw Self.refusal(command, status) }
+        return event
+    }
+
+    static func refusal(_ command: HCICommand, _ status: UInt8) -> HandoffError {
+        HandoffError(.bluetooth, "The controller refused \(command.name): HCI status 0x\(String(status, radix: 16)) (\(describe(status))).",
+                     fix: status == commandDisallowed ? "Another program may be advertising or scanning; handoffd disables and retries."
+                                                      : "Check the controller (btmon shows the exchange).")
+    }
+
+    /// Sends `command` and returns the controller's status as a number (0: done), for the
+    /// callers that decide by it; only a controller that does not answer is an error.
+    @discardableResult
+    func status(of command: HCICommand) throws(HandoffError) -> UInt8 {
+        try completion(of: command).status
+    }
+
+    private func completion(of command: HCICommand) throws(HandoffError) -> (event: HCIEvent, status: UInt8) {
+        try commandLock.withLock { _ throws(HandoffError) -> (event: HCIEvent, status: UInt8) in
             let done = DispatchSemaphore(value: 0)
             pending.withLock { $0 = Pending(opcode: command.opcode, done: done) }
             defer { pending.withLock { $0 = nil } }
@@ -92,23 +114,15 @@ final class BluetoothController: Sendable {
                 throw HandoffError(.bluetooth, "The controller did not answer \(command.name).",
                                    fix: "Check that the controller is powered and not held by another program.")
             }
-            if let status = event.status, status != 0 {
-                throw HandoffError(.bluetooth, "The controller refused \(command.name): HCI status 0x\(String(status, radix: 16)) (\(Self.describe(status))).",
-                                   fix: status == 0x0C ? "Another program may be advertising or scanning; handoffd disables and retries."
-                                                       : "Check the controller (btmon shows the exchange).")
-            }
-            return event
+            return (event, event.status ?? 0)
         }
     }
 
     /// Sends `command`, ignoring only Command Disallowed (0x0C): switching off what is
     /// already off, or on what another program already switched on.
     func executeIgnoringStatus(_ command: HCICommand) throws(HandoffError) {
-        do {
-            try execute(command)
-        } catch where error.message.contains("HCI status 0xc ") {
-            return
-        }
+        let status = try status(of: command)
+        guard status == 0 || status == Self.commandDisallowed else { throw Self.refusal(command, status) }
     }
 
     func close() {

@@ -121,13 +121,17 @@ public final class BluetoothDiscovery: BluetoothPresence {
             // their clients): parameters can only change while both are off.
             try driver.executeIgnoringStatus(.leSetScanEnable(false, filterDuplicates: false))
             try driver.executeIgnoringStatus(.leSetAdvertisingEnable(false))
-            do throws(HandoffError) {
-                try driver.execute(.leSetScanParameters(ScanParameters()))
-            } catch where configuration.kernelManaged && error.message.contains("HCI status 0xc ") {
+            let scanParameters = HCICommand.leSetScanParameters(ScanParameters())
+            switch try driver.status(of: scanParameters) {
+            case 0:
+                break
+            case BluetoothController.commandDisallowed where configuration.kernelManaged:
                 // Core Vol 4, Part E, 3.1.1: after any extended LE command the controller
                 // must refuse the legacy ones, and Linux sends extended ones from power-on.
                 legacyRefused.store(true, ordering: .releasing)
                 throw Self.extendedCommandsInUse(configuration.device)
+            case let status:
+                throw BluetoothController.refusal(scanParameters, status)
             }
             // Duplicates are wanted: every beacon refreshes freshness and RSSI. Refused
             // (0x0C) when bluetoothd already scans: reports arrive anyway.
