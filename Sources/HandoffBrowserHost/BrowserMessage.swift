@@ -46,32 +46,8 @@ public struct TabState: Equatable, Sendable {
     /// The activity offered for this tab. A title longer than an activity holds
     /// is cut at a character boundary: a long title is no reason not to offer the page.
     public func activity(family: BrowserFamily) -> Activity {
-        Activity(type: family.activityType, title: Self.truncated(Self.printable(title.isEmpty ? url : title), toBytes: ActivityLimits.titleBytes),
+        Activity(type: family.activityType, title: Activity.displayableTitle(title.isEmpty ? url : title),
                  userInfo: ["scrollX": .integer(scrollX), "scrollY": .integer(scrollY)], webpageURL: url)
-    }
-
-    /// A page's title may hold anything; what a peer shows may not (Activity.containsUnsafeCharacters):
-    /// each control, separator or bidi override becomes a space, rather than the page not being offered.
-    static func printable(_ text: String) -> String {
-        guard Activity.containsUnsafeCharacters(text) else { return text }
-        var out = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars {
-            out.append(Activity.containsUnsafeCharacters(String(scalar)) ? " " : scalar)
-        }
-        return String(out)
-    }
-
-    static func truncated(_ text: String, toBytes limit: Int) -> String {
-        guard text.utf8.count > limit else { return text }
-        var result = ""
-        var used = 0
-        for character in text {
-            let size = character.utf8.count
-            guard used + size <= limit else { break }
-            result.append(character)
-            used += size
-        }
-        return result
     }
 
     /// The tab a continued activity describes: its web page and scroll position.

@@ -99,6 +99,21 @@ extension Activity {
         }
     }
 
+    /// `text` as a title can hold it: each unsafe character (below) becomes a space, and it is
+    /// cut at a character boundary within `limit` bytes. For titles taken from elsewhere (a
+    /// web page's, a file's name), which are no reason not to offer the activity.
+    public static func displayableTitle(_ text: String, limit: Int = ActivityLimits.titleBytes) -> String {
+        var result = ""
+        var used = 0
+        for character in text {
+            let safe = containsUnsafeCharacters(String(character)) ? " " : character
+            used += safe.utf8.count
+            guard used <= limit else { break }
+            result.append(safe)
+        }
+        return result
+    }
+
     /// Characters that let text shown by a peer rewrite or reorder a terminal
     /// line: C0/C1 controls, line and paragraph separators, bidi overrides.
     public static func containsUnsafeCharacters(_ text: String) -> Bool {

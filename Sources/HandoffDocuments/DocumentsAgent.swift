@@ -178,7 +178,7 @@ public final class DocumentsAgent: @unchecked Sendable {
         if let device = try? HandoffClient(socketPath: configuration.socketPath, publisher: Self.publisher).request(.status)["name"]?.stringValue {
             userInfo["device"] = .string(device)
         }
-        let title = String((application.map { "\(name) in \($0.name)" } ?? name).utf8.prefix(ActivityLimits.titleBytes)) ?? name
+        let title = Activity.displayableTitle(application.map { "\(name) in \($0.name)" } ?? name)
         return Activity(type: documentActivityType, title: title, userInfo: userInfo, targetContentIdentifier: nil,
                         webpageURL: nil, expiresAtMillis: nil, sequence: 0)
     }

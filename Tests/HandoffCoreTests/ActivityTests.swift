@@ -409,3 +409,14 @@ private func jsonError(_ json: JSONValue) -> HandoffError? {
         #expect(throws: WireError.self) { try SignedSummary(decoding: signed.encoded) }
     }
 }
+
+/// Titles taken from elsewhere (a page's, a file's name) become titles an activity can hold.
+@Suite struct DisplayableTitleTests {
+    @Test func unsafeCharactersBecomeSpacesAndLongTitlesAreCutAtACharacter() throws {
+        #expect(Activity.displayableTitle("notes\nfinal\u{202E}.md") == "notes final .md")
+        let long = String(repeating: "é", count: 200) // 400 bytes
+        let cut = Activity.displayableTitle(long)
+        #expect(cut.utf8.count == 256 && cut.allSatisfy { $0 == "é" })
+        try Activity(type: "a.b", title: Activity.displayableTitle("x\u{7}y\u{2028}z")).validate()
+    }
+}
