@@ -96,7 +96,11 @@ public struct StreamFrameChannel: FrameChannel {
             return HandoffError(.timedOut, "The peer at \(peer) stopped answering.",
                                 fix: "Check that the other host is awake and still on the same network, then accept again.")
         }
+        // A reset before anything was exchanged is also how a host turns away connections over
+        // its limits (5 a second and 4 at once from one address; Docs/SECURITY.md).
+        let reset = error.errno == ECONNRESET
         return HandoffError(.connectionLost, "The connection to \(peer) was lost (\(error)).",
-                            fix: "Check that handoffd still runs on the other host, then accept again.")
+                            fix: "Check that handoffd still runs on the other host, then accept again."
+                                + (reset ? " A reset can also mean too many connections from this host at once: a host accepts at most 5 a second and 4 at a time from one address; wait a second." : ""))
     }
 }
