@@ -1,8 +1,8 @@
-"""Runs the lab integration tests as two groups side by side (Scripts/test), each
+"""Runs the lab integration tests as three groups side by side (Scripts/test), each
 with a lab of its own: its namespaces are named HANDOFF_LAB_PREFIX (hla-,
-hlb-) and its state lives in HANDOFF_LAB_DIR, so neither group's `lab down`
-touches the other's. The tests mostly wait on daemons, timers and browsers,
-so two groups on two cores take about half the time of one. Within a group the
+hlb-, hlc-) and its state lives in HANDOFF_LAB_DIR, so no group's `lab down`
+touches another's. The tests mostly wait on daemons, timers and browsers, so
+three groups on two cores take well under half the time of one. Within a group the
 files run one after the other; a file's output is printed whole when it ends,
 with how long it took. Exit status 1 when any file failed.
 
@@ -36,8 +36,8 @@ PINNED_TO_FIRST = {"test_package", "test_install"}
 
 
 def groups(files, count):
-    """Longest first, each onto the group with the least time so far; pinned files on group 0."""
-    names = sorted(files, key=lambda f: -MEASURED.get(os.path.basename(f)[:-3], 60))
+    """Pinned files on group 0 first; then longest first, each onto the group with the least time so far."""
+    names = sorted(files, key=lambda f: (os.path.basename(f)[:-3] not in PINNED_TO_FIRST, -MEASURED.get(os.path.basename(f)[:-3], 60)))
     load = [0.0] * count
     result = [[] for _ in range(count)]
     for path in names:
@@ -66,7 +66,7 @@ def run_group(index, files, outcomes, print_lock):
 
 def main():
     files = sorted(glob.glob(os.path.join(HERE, "test_*.py")))
-    count = 1 if "--serial" in sys.argv else 2
+    count = 1 if "--serial" in sys.argv else 3
     outcomes, print_lock, threads = [], threading.Lock(), []
     started = time.monotonic()
     for index, group in enumerate(groups(files, count)):
