@@ -387,7 +387,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
             adapter.apply(changed)
             adapters[path] = adapter
             if path == current && (adapter.powered != before.powered || adapter.discoverable != before.discoverable) {
-                registration.adapterChanged(poweredOff: !adapter.powered, at: Self.nowMillis())
+                registration.adapterChanged(at: Self.nowMillis())
             }
             reconcile()
         default:

@@ -45,9 +45,8 @@ public struct AdvertisementRegistration: Sendable, Equatable {
     public static let retryMillis: UInt64 = 2000
 
     public private(set) var state = State.off
-    /// The registration no longer matches what is on the air: the adapter powered off
-    /// under it (the kernel dropped the set; bluetoothd 5.66 keeps the registration and
-    /// never re-adds it), or bluetoothd answered AlreadyExists. Unregister, then register.
+    /// The registration no longer matches what is on the air: the adapter changed under it
+    /// (`adapterChanged`), or bluetoothd answered AlreadyExists. Unregister, then register.
     private var stale = false
     private var retriedAlreadyExists = false
     private var quietUntil: UInt64 = 0
@@ -74,10 +73,14 @@ public struct AdvertisementRegistration: Sendable, Equatable {
         now < quietUntil ? quietUntil - now : 0
     }
 
-    /// Powered or Discoverable changed: bluetoothd may be refreshing our advertisement now.
-    public mutating func adapterChanged(poweredOff: Bool, at now: UInt64) {
+    /// Powered or Discoverable changed: bluetoothd may be refreshing our advertisement now, and
+    /// whatever it left is not to be trusted: a power-off drops the set (bluetoothd 5.66 keeps the
+    /// registration), and a Discoverable change makes the kernel set ours up from the public
+    /// address, where it stayed after discoverable ended in the VM lab (no second refresh came).
+    /// Once quiet, the registration is made afresh, or withdrawn while discoverable.
+    public mutating func adapterChanged(at now: UInt64) {
         quietUntil = max(quietUntil, now + Self.settleMillis)
-        if poweredOff && state != .off { stale = true }
+        if state != .off { stale = true }
     }
 
     /// bluetoothd went away, or another adapter is in use: nothing of ours is registered.
