@@ -95,9 +95,29 @@ def install_missing(packages):
         subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], check=True, env=env)
 
 
+def ours(pid):
+    """Whether `pid` is still a process this test started: its child (Xvfb, dbus-daemon, dunst), or
+    one started in this run's lab (HANDOFF_LAB_DIR in its environment, as `lab exec` gives it). A
+    pid that ended may since name another group's process: it is never signalled."""
+    try:
+        with open(f"/proc/{pid}/stat") as file:
+            parent = int(file.read().rsplit(")", 1)[1].split()[1])
+        if parent == os.getpid():
+            return True
+        with open(f"/proc/{pid}/environ", "rb") as file:
+            environment = file.read().split(b"\0")
+    except (FileNotFoundError, ProcessLookupError, PermissionError, ValueError, IndexError):
+        return False
+    lab_dir = os.path.realpath(os.environ.get("HANDOFF_LAB_DIR", "/tmp/handoff-lab")).encode()
+    return any(entry.startswith(b"HANDOFF_SOCKET=" + lab_dir + b"/") for entry in environment)
+
+
 def stop_pid(pid):
-    """Stops one process a test started, by its id: TERM, then KILL after 5 s."""
+    """Stops one process a test started, by its id: TERM, then KILL after 5 s; never one that is
+    no longer ours (its pid reused by another group's process, with groups side by side)."""
     import signal
+    if not ours(pid):
+        return
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
