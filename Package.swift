@@ -69,7 +69,7 @@ let package = Package(
         // The browser extension's native messaging host. handoff-peer runs it when called as
         // handoff-webext-host (a symbolic link): one executable instead of another statically linked one.
         .target(name: "HandoffBrowserHost", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
-        .executableTarget(name: "handoff-peer", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffBrowserHost"]),
+        .executableTarget(name: "handoff-peer", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport", "HandoffBrowserHost"]),
         // The session agent: offers as desktop notifications (org.freedesktop.Notifications, sd-bus).
         // -Onone in release: Swift 6.3's optimizer spent over 10 minutes on this module
         // (whole-module, release) without finishing; the agent waits on D-Bus, not the CPU.
@@ -77,8 +77,8 @@ let package = Package(
                 swiftSettings: [.unsafeFlags(["-Onone"], .when(configuration: .release))]),
         // The documents publisher and receiver (the recently-used list), in the session. Its program is
         // handoff-notify called as handoff-documents (a link): one binary for both session agents.
-        .target(name: "HandoffDocuments", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore"]),
-        .executableTarget(name: "handoff-notify", dependencies: ["HandoffNotify", "HandoffDocuments", "HandoffCore"]),
+        .target(name: "HandoffDocuments", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
+        .executableTarget(name: "handoff-notify", dependencies: ["HandoffNotify", "HandoffDocuments", "HandoffCore", "HandoffTransport"]),
         // Example app using HandoffKit end to end (Examples/Reader).
         .executableTarget(name: "handoff-reader", dependencies: ["HandoffKit", "HandoffCore"], path: "Examples/Reader",
                           exclude: ["handoff-reader.desktop"]),

@@ -3,7 +3,7 @@
 // already shows that file. With --unsaved, the offered window has unsaved
 // edits: the reader that continues it gets them over a continuation stream.
 // An example of HandoffKit end to end.
-import Foundation
+import Foundation  // an app of its own: apps may use all of Foundation (HandoffKit does not)
 import HandoffCore
 import HandoffKit
 import Synchronization

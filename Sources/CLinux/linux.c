@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <sys/prctl.h>
 #include "CLinux.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -94,4 +95,12 @@ int handoff_netlink_route_changes(void) {
         return -1;
     }
     return fd;
+}
+
+int handoff_set_thread_name(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+}
+
+int handoff_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HandoffCore
 
 /// The local API's version (Docs/LOCAL-API.md, "Versions"). Version 1 was the

@@ -1,5 +1,6 @@
 import CSystemd
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Glibc
 import HandoffBluetooth
 import HandoffCore
@@ -114,9 +115,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         }
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
         self.observer = observer
-        let thread = Thread { [self] in run() }
-        thread.name = "bluez"
-        thread.start()
+        Threads.start("bluez") { [self] in run() }
     }
 
     public func announce(_ datagrams: [OutgoingAnnouncement]) {}

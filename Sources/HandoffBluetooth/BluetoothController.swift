@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import HandoffCore
 import HandoffTransport
 import Synchronization
@@ -28,7 +29,7 @@ final class BluetoothController: Sendable {
 
     /// Starts the reader; `onReport` runs on the reader thread, `onLost` once if the controller goes away.
     func startReading(onReport: @escaping @Sendable (AdvertisingReport) -> Void, onLost: @escaping @Sendable (HandoffError) -> Void) {
-        let thread = Thread { [self] in
+        Threads.start("hci reader") { [self] in
             var deframer = H4Deframer()
             do throws(HandoffError) {
                 while !closed.load(ordering: .acquiring) {
@@ -49,8 +50,6 @@ final class BluetoothController: Sendable {
             }
             failPending()
         }
-        thread.name = "hci reader"
-        thread.start()
     }
 
     private func handle(_ event: HCIEvent, onReport: @Sendable (AdvertisingReport) -> Void) {

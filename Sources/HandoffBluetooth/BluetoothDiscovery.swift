@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import HandoffCore
 import HandoffTransport
 import Synchronization
@@ -51,9 +53,7 @@ public final class BluetoothDiscovery: BluetoothPresence {
     private func update(_ change: (inout BluetoothStatus) -> Void) { status.withLock { change(&$0) } }
 
     public func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {
-        let thread = Thread { [self] in supervise(observer: observer) }
-        thread.name = "bluetooth"
-        thread.start()
+        Threads.start("bluetooth") { [self] in supervise(observer: observer) }
     }
 
     /// Connects, sets the controller up, and waits; on loss, retries until stopped.
@@ -98,7 +98,7 @@ public final class BluetoothDiscovery: BluetoothPresence {
                 }
                 if final { return }
             }
-            if !stopped.load(ordering: .acquiring) { Thread.sleep(forTimeInterval: 2) }
+            if !stopped.load(ordering: .acquiring) { Threads.sleep(seconds: 2) }
         }
     }
 

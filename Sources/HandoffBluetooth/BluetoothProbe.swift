@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HandoffCore
 import HandoffTransport
 
@@ -55,7 +56,7 @@ public enum BluetoothProbe {
         try driver.execute(.leSetAdvertisingEnable(true))
         try driver.execute(.leSetScanParameters(ScanParameters()))
         try driver.execute(.leSetScanEnable(true, filterDuplicates: false))
-        Thread.sleep(forTimeInterval: seconds)
+        Threads.sleep(seconds: seconds)
         try? driver.executeIgnoringStatus(.leSetAdvertisingEnable(false))
         try? driver.executeIgnoringStatus(.leSetScanEnable(false, filterDuplicates: false))
         return Result(device: device, advertisedAddress: address.description, advertisedToken: token,

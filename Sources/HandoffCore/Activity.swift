@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What an app offers to continue elsewhere, with NSUserActivity's fields.
 public struct Activity: Equatable, Sendable {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What bluetoothd offers, from its object tree: each adapter, whether it is
 /// powered, and the two managers the BlueZ backend uses. Read by
@@ -42,30 +43,34 @@ public struct BlueZInventory: Sendable, Equatable {
 
     /// Parses busctl's JSON reply; nil if it is not a GetManagedObjects reply.
     public static func parse(busctlJSON data: Data) -> BlueZInventory? {
-        guard let reply = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              reply["type"] as? String == "a{oa{sa{sv}}}",
-              let objects = (reply["data"] as? [Any])?.first as? [String: Any] else { return nil }
+        guard let reply = (try? JSONValue.parse(data))?.objectValue,
+              reply["type"]?.stringValue == "a{oa{sa{sv}}}",
+              let objects = reply["data"]?.arrayValue?.first?.objectValue else { return nil }
         var adapters: [Adapter] = []
         for (path, value) in objects {
-            guard let interfaces = value as? [String: Any], let properties = interfaces["org.bluez.Adapter1"] as? [String: Any],
+            guard let interfaces = value.objectValue, let properties = interfaces["org.bluez.Adapter1"]?.objectValue,
                   path.hasPrefix("/org/bluez/") else { continue }
-            func variant(_ interface: [String: Any]?, _ name: String) -> Any? {
-                (interface?[name] as? [String: Any])?["data"]
+            func variant(_ interface: [String: JSONValue]?, _ name: String) -> JSONValue? {
+                interface?[name]?.objectValue?["data"]
             }
-            let advertising = interfaces["org.bluez.LEAdvertisingManager1"] as? [String: Any]
-            let monitor = interfaces["org.bluez.AdvertisementMonitorManager1"] as? [String: Any]
+            func strings(_ value: JSONValue?) -> [String] {
+                value?.arrayValue?.compactMap(\.stringValue) ?? []
+            }
+            let advertising = interfaces["org.bluez.LEAdvertisingManager1"]?.objectValue
+            let monitor = interfaces["org.bluez.AdvertisementMonitorManager1"]?.objectValue
             adapters.append(Adapter(
                 name: String(path.dropFirst("/org/bluez/".count)),
-                powered: variant(properties, "Powered") as? Bool ?? false,
-                discoverable: variant(properties, "Discoverable") as? Bool ?? false,
+                powered: variant(properties, "Powered")?.boolValue ?? false,
+                discoverable: variant(properties, "Discoverable")?.boolValue ?? false,
                 advertising: advertising != nil,
-                supportedInstances: (variant(advertising, "SupportedInstances") as? NSNumber)?.intValue,
-                activeInstances: (variant(advertising, "ActiveInstances") as? NSNumber)?.intValue,
-                secondaryChannels: variant(advertising, "SupportedSecondaryChannels") as? [String] ?? [],
+                supportedInstances: variant(advertising, "SupportedInstances")?.integerValue.map { Int($0) },
+                activeInstances: variant(advertising, "ActiveInstances")?.integerValue.map { Int($0) },
+                secondaryChannels: strings(variant(advertising, "SupportedSecondaryChannels")),
                 monitor: monitor != nil,
-                monitorTypes: variant(monitor, "SupportedMonitorTypes") as? [String] ?? []))
+                monitorTypes: strings(variant(monitor, "SupportedMonitorTypes"))))
         }
-        return BlueZInventory(adapters: adapters.sorted { $0.name.localizedStandardCompare($1.name) == .orderedAscending })
+        // hci2 before hci10: shorter names first, as a person reads the numbers.
+        return BlueZInventory(adapters: adapters.sorted { ($0.name.count, $0.name) < ($1.name.count, $1.name) })
     }
 
     public init(adapters: [Adapter]) {

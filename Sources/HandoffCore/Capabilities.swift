@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The Linux capabilities raw HCI needs, and whether this process holds them.
 /// The default Bluetooth backend (bluetoothd over D-Bus) needs none.
@@ -9,7 +10,7 @@ public enum Capabilities {
     /// The effective set from the text of /proc/PID/status (its "CapEff:" line, hexadecimal).
     public static func effective(status: String) -> UInt64? {
         for line in status.split(separator: "\n") where line.hasPrefix("CapEff:") {
-            return UInt64(line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+            return UInt64(line.dropFirst("CapEff:".count).trimmingSpaces(), radix: 16)
         }
         return nil
     }

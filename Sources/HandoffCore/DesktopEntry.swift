@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The `[Desktop Entry]` group of a freedesktop.org `.desktop` file, read
 /// only as far as Handoff needs: an app declares the activity types it
@@ -18,17 +19,17 @@ public struct DesktopEntry: Equatable, Sendable {
         var fields: [String: String] = [:]
         var inMainGroup = false
         for rawLine in text.split(whereSeparator: \.isNewline) {
-            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            let line = rawLine.trimmingSpaces()
             if line.isEmpty || line.hasPrefix("#") { continue }
             if line.hasPrefix("[") {
                 inMainGroup = line == "[Desktop Entry]"
                 continue
             }
             guard inMainGroup, let equals = line.firstIndex(of: "=") else { continue }
-            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            let key = line[..<equals].trimmingSpaces()
             // Localised keys (Name[de]=...) are not ours; the first occurrence of a key wins.
             guard !key.contains("["), fields[key] == nil else { continue }
-            fields[key] = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            fields[key] = line[line.index(after: equals)...].trimmingSpaces()
         }
         self.fields = fields
     }
@@ -36,7 +37,7 @@ public struct DesktopEntry: Equatable, Sendable {
     /// The declared activity types that are valid reverse-DNS names; others are ignored.
     public var activityTypes: [String] {
         guard let list = fields[Self.activityTypesKey] else { return [] }
-        return list.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        return list.split(separator: ";").map { $0.trimmingSpaces() }
             .filter { (try? Activity.validateType($0)) != nil }
     }
 

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A JSON document as a value. The local API and the CLI speak JSON; keeping it
 /// as an enum (rather than `Any`) keeps integers, doubles and booleans apart.

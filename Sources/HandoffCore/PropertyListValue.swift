@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The only values an activity's userInfo may hold, as NSUserActivity allows:
 /// string, integer, double, bool, data, date, array and dictionary. A URL
@@ -203,11 +204,8 @@ extension PropertyListValue {
 extension PropertyListValue {
     /// ISO 8601 in UTC, with milliseconds when the date has a fraction.
     static func isoString(_ seconds: Double) -> String {
-        let formatter = ISO8601DateFormatter()
-        if seconds.rounded(.down) != seconds {
-            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        }
-        return formatter.string(from: Date(timeIntervalSince1970: seconds))
+        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: seconds.rounded(.down) != seconds)
+        return Date(timeIntervalSince1970: seconds).formatted(style)
     }
 
     /// Converts JSON into property-list values. JSON has no data or date, so
@@ -267,10 +265,9 @@ extension PropertyListValue {
             return .data([UInt8](raw))
         case "$date":
             if let seconds = value.doubleValue, seconds.isFinite { return .date(seconds) }
-            let fractional = ISO8601DateFormatter()
-            fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
             guard let text = value.stringValue,
-                  let date = ISO8601DateFormatter().date(from: text) ?? fractional.date(from: text) else {
+                  let date = (try? Date(text, strategy: Date.ISO8601FormatStyle()))
+                      ?? (try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))) else {
                 throw .invalidActivity("\(keyPath) holds a $date that is not ISO 8601.",
                                        fix: "Write dates like 2026-11-30T12:00:00Z, or as seconds since 1970.")
             }

@@ -1,5 +1,7 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HandoffCore
+import HandoffTransport
 
 /// Which activity types the apps on this host continue: declared on disk in
 /// `.desktop` files under the XDG application directories (apps that are not
@@ -32,7 +34,7 @@ struct AppDeclarations {
     /// `$XDG_DATA_HOME/applications`, then each `$XDG_DATA_DIRS/applications` (spec defaults when unset).
     static func applicationDirectories(environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
         let home = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.local/share"
+            ?? (environment["HOME"] ?? passwordHomeDirectory()) + "/.local/share"
         let system = (environment["XDG_DATA_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/local/share:/usr/share")
             .split(separator: ":").map(String.init).filter { $0.hasPrefix("/") }
         return ([home] + system).map { $0 + "/applications" }
@@ -108,7 +110,7 @@ struct AppDeclarations {
     /// The command line of an `Exec=` value, with the field codes (%u, %f, ...) removed
     /// and quoting honoured (Desktop Entry Specification, "The Exec key").
     static func commandLine(exec: String) -> [String] {
-        DesktopEntry.execWords(exec).filter { !($0.count == 2 && $0.hasPrefix("%")) }.map { $0.replacingOccurrences(of: "%%", with: "%") }
+        DesktopEntry.execWords(exec).filter { !($0.count == 2 && $0.hasPrefix("%")) }.map { $0.replacing("%%", with: "%") }
     }
 
     func allTypes() -> Set<String> {

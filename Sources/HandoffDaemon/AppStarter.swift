@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// How handoffd starts an app that continues an activity, or the browser.

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import HandoffTransport
 
 /// Runs async work from a plain thread (socket threads) and waits for it.
@@ -20,8 +22,6 @@ func waitFor<T: Sendable>(_ operation: @escaping @Sendable () async -> T) -> T {
 /// so an actor never blocks the cooperative pool while a peer is slow.
 func onThread<T: Sendable>(name: String, _ work: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
-        let thread = Thread { continuation.resume(returning: work()) }
-        thread.name = name
-        thread.start()
+        Threads.start(name) { continuation.resume(returning: work()) }
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HandoffCore
 import HandoffCrypto
 import HandoffMDNS

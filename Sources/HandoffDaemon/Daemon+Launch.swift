@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HandoffAPI
 import HandoffCore
 import HandoffTransport
@@ -77,32 +78,27 @@ extension Daemon {
             return .failure(HandoffError(.app, "\(app) declares \(type), but the Exec line of \(desktopID) is empty.",
                                          fix: "Fix or reinstall \(desktopID) (Docs/APPS.md)."))
         }
-        let process = Process()
-        let started = AppStarter.current.command(words, adding: [
+        let command = AppStarter.current.command(words, adding: [
             "HANDOFF_SOCKET": configuration.socketPath,
             "HANDOFF_LAUNCHED_FOR": type,
             // HandoffKit declares with it, so the continuation is matched to the file the app was started from.
             "HANDOFF_DESKTOP_ID": desktopID,
         ])
-        process.executableURL = URL(fileURLWithPath: started.executable)
-        process.arguments = started.arguments
-        process.environment = started.environment
-        process.standardInput = FileHandle.nullDevice
-        process.terminationHandler = { [self] finished in
-            let status = finished.terminationStatus
-            Task { await self.launchedAppExited(acceptID, app: app, type: type, status: status) }
-        }
-        do {
-            try process.run()
+        let started: ChildProcess.Started
+        do throws(SystemError) {
+            started = try ChildProcess.spawn(command.executable, arguments: command.arguments, environment: command.environment)
         } catch {
-            log.warning("cannot start app \(app): \(error.localizedDescription)")
-            return .failure(HandoffError(.app, "Cannot start \(app) (\(desktopID)) to continue \(type): \(error.localizedDescription).",
+            log.warning("cannot start app \(app): \(error)")
+            return .failure(HandoffError(.app, "Cannot start \(app) (\(desktopID)) to continue \(type): \(error).",
                                          fix: "Check the Exec line of \(desktopID), or start the app yourself and accept again."))
         }
+        ChildProcess.onExit(started.pid) { [self] status in
+            Task { await self.launchedAppExited(acceptID, app: app, type: type, status: status) }
+        }
         if case .userManager = AppStarter.current.mode {
-            log.info("started app \(app) through the user manager (systemd-run pid \(process.processIdentifier)) to continue \(type)")
+            log.info("started app \(app) through the user manager (systemd-run pid \(started.pid)) to continue \(type)")
         } else {
-            log.info("started app \(app) (pid \(process.processIdentifier)) to continue \(type)")
+            log.info("started app \(app) (pid \(started.pid)) to continue \(type)")
         }
         let bound = Self.launchWaitMillis
         return await withCheckedContinuation { waiter in
@@ -164,24 +160,19 @@ extension Daemon {
         var words = ["xdg-open", url]
         if let browser = ProcessInfo.processInfo.environment["BROWSER"]?.split(separator: ":").first.map(String.init),
            !browser.isEmpty {
-            let command = AppDeclarations.commandLine(exec: browser.replacingOccurrences(of: "%s", with: "\u{1}"))
+            let command = AppDeclarations.commandLine(exec: browser.replacing("%s", with: "\u{1}"))
             words = command.contains { $0.contains("\u{1}") }
-                ? command.map { $0.replacingOccurrences(of: "\u{1}", with: url) } : command + [url]
+                ? command.map { $0.replacing("\u{1}", with: url) } : command + [url]
         }
-        let process = Process()
-        let started = AppStarter.current.command(words, adding: [:])
-        process.executableURL = URL(fileURLWithPath: started.executable)
-        process.arguments = started.arguments
-        process.environment = started.environment
-        process.standardInput = FileHandle.nullDevice
+        let command = AppStarter.current.command(words, adding: [:])
         let exit = ProcessExit()
-        process.terminationHandler = { exit.finished($0.terminationStatus) }
         let fix = "Set $BROWSER for handoffd to a browser command, or set the desktop's default browser ('xdg-settings set default-web-browser ...'); then accept again."
-        do {
-            try process.run()
+        do throws(SystemError) {
+            let started = try ChildProcess.spawn(command.executable, arguments: command.arguments, environment: command.environment)
+            ChildProcess.onExit(started.pid) { exit.finished($0) }
         } catch {
-            log.warning("cannot start the browser \(words[0]): \(error.localizedDescription)")
-            return HandoffError(.app, "Cannot start the browser (\(words[0])) to open the activity's web page: \(error.localizedDescription).", fix: fix)
+            log.warning("cannot start the browser \(words[0]): \(error)")
+            return HandoffError(.app, "Cannot start the browser (\(words[0])) to open the activity's web page: \(error).", fix: fix)
         }
         // /usr/bin/env exits 127 when the command is missing; systemd-run exits 1.
         if let status = await exit.wait(millis: Self.browserWaitMillis), status != 0 {
@@ -194,39 +185,41 @@ extension Daemon {
 }
 
 /// One process's exit, awaited with a bound: its status, or nil while it still runs.
-final class ProcessExit: @unchecked Sendable {
-    private let lock = NSLock()
-    private var status: Int32?
-    private var waiter: CheckedContinuation<Int32?, Never>?
+final class ProcessExit: Sendable {
+    private struct State {
+        var status: Int32?
+        var waiter: CheckedContinuation<Int32?, Never>?
+    }
+    private let state = Locked(State())
 
     func finished(_ code: Int32) {
-        lock.lock()
-        status = code
-        let waiting = waiter
-        waiter = nil
-        lock.unlock()
+        let waiting = state.withLock { state in
+            state.status = code
+            defer { state.waiter = nil }
+            return state.waiter
+        }
         waiting?.resume(returning: code)
     }
 
     func wait(millis: Int) async -> Int32? {
         await withCheckedContinuation { continuation in
-            lock.lock()
+            let status = state.withLock { state in
+                if state.status == nil { state.waiter = continuation }
+                return state.status
+            }
             if let status {
-                lock.unlock()
                 continuation.resume(returning: status)
                 return
             }
-            waiter = continuation
-            lock.unlock()
             EventExecutor.shared.after(millis: UInt64(millis)) { self.timedOut() }
         }
     }
 
     private func timedOut() {
-        lock.lock()
-        let waiting = waiter
-        waiter = nil
-        lock.unlock()
+        let waiting = state.withLock { state in
+            defer { state.waiter = nil }
+            return state.waiter
+        }
         waiting?.resume(returning: nil)
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HandoffAPI
 import HandoffCore
 import HandoffCrypto
@@ -152,7 +153,7 @@ extension Daemon {
         let ownName = configuration.name
         return await withCheckedContinuation { continuation in
             pairing.sessions[id]?.ready = continuation
-            let thread = Thread { [self] in
+            Threads.start("pairing") { [self] in
                 do throws(HandoffError) {
                     let channel = try open()
                     defer { channel.close() }
@@ -165,8 +166,6 @@ extension Daemon {
                     waitFor { await self.pairingEnded(id, .failure(error)) }
                 }
             }
-            thread.name = "pairing"
-            thread.start()
         }
     }
 

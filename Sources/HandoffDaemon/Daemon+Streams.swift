@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import HandoffCore
 import HandoffCrypto
 import HandoffTransport
@@ -290,9 +291,9 @@ final class StreamRelay: @unchecked Sendable {
     let channel: SecureChannel
     let role: Role
     var peerKey: DeviceKey { channel.session.peerKey }
-    /// Guards `state`; signalled when a direction ends, for `join`.
-    private let ends = NSCondition()
-    private var state = StreamRelayState()
+    private let state = Locked(StreamRelayState())
+    /// Signalled once both directions ended, for `join`.
+    private let bothEnded = DispatchSemaphore(value: 0)
     /// Originating side: the app's reply was written (true) or could not be (false).
     private let replied = DispatchSemaphore(value: 0)
     private let replyOutcome = Locked(false)
@@ -339,9 +340,7 @@ final class StreamRelay: @unchecked Sendable {
                 return
             }
             try? channel.connection.setTimeout(millis: 0)
-            let thread = Thread { [self] in run(.toApp) }
-            thread.name = "stream to app"
-            thread.start()
+            Threads.start("stream to app") { [self] in run(.toApp) }
             run(.toPeer)
             join()
             channel.close()
@@ -369,16 +368,16 @@ final class StreamRelay: @unchecked Sendable {
 
     /// Returns once both directions ended.
     func join() {
-        ends.lock()
-        while state.ended.count < 2 { ends.wait() }
-        ends.unlock()
+        bothEnded.wait()
+        bothEnded.signal()  // for any later join
     }
 
     private func end(_ direction: StreamRelayState.Direction, _ outcome: StreamRelayState.Outcome) {
-        ends.lock()
-        let action = state.end(direction, outcome)
-        ends.broadcast()
-        ends.unlock()
+        let (action, ended) = state.withLock { state in
+            let before = state.ended.count
+            return (state.end(direction, outcome), before < 2 && state.ended.count == 2)
+        }
+        if ended { bothEnded.signal() }
         if action == .abort { abort() }
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import HandoffAPI
 import HandoffCore
@@ -195,7 +195,7 @@ public actor Daemon {
 
     private func startLocalAPI() throws(HandoffError) {
         let path = configuration.socketPath
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? ""
         if !directory.isEmpty, mkdir(directory, 0o700) != 0, errno != EEXIST {
             throw HandoffError(.storage, "Cannot create \(directory) for the local API socket.",
                                fix: "Create it (mode 0700) or pass --socket with a writable location.")

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import HandoffTransport
 
@@ -68,7 +68,7 @@ final class DesktopFileWatcher: Sendable {
         let generation = generation
         // Set up before returning: a change right after the start is counted.
         let initial = Self.setUp(inotify, directories: directories, replacing: [:])
-        let thread = Thread {
+        Threads.start("desktop files") {
             defer {
                 close(inotify)
                 close(stopRead)
@@ -109,8 +109,6 @@ final class DesktopFileWatcher: Sendable {
                 if changed { generation.withLock { $0 &+= 1 } }
             }
         }
-        thread.name = "desktop files"
-        thread.start()
     }
 
     /// (Re)places the watches for `directories`; returns them by watch descriptor.

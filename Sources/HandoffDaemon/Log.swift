@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HandoffTransport
 
 /// Logs to stderr, one line per event. Callers pass types, device ids and
@@ -38,6 +39,6 @@ public struct Log: Sendable {
         guard messageLevel >= level else { return }
         let stamp = Date().formatted(.iso8601.time(includingFractionalSeconds: true))
         let line = "\(stamp) handoffd \(messageLevel.label): \(message())\n"
-        Self.output.withLock { _ in FileHandle.standardError.write(Data(line.utf8)) }
+        Self.output.withLock { _ in writeStandardError(line) }
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import HandoffCore
 import HandoffCrypto
 import HandoffTransport
@@ -119,7 +120,7 @@ final class DigestPipeline: Sendable {
         // Captured now: sealing remaps the buffer, and sealing waits for `finish`.
         let address = UInt(bitPattern: buffer.mutableBytes.baseAddress)
         let total = buffer.count
-        let thread = Thread { [self] in
+        Threads.start("digest") { [self] in
             let base = UnsafeRawPointer(bitPattern: address)
             let hasher = Blake2b.Hasher()
             var hashed = 0
@@ -135,8 +136,6 @@ final class DigestPipeline: Sendable {
             result.withLock { $0 = hasher.finish() }
             done.signal()
         }
-        thread.name = "digest"
-        thread.start()
     }
 
     /// Bytes below `count` are final (written before this call).

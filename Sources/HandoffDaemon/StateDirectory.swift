@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import HandoffCore
+import HandoffTransport
 import HandoffCrypto
 
 /// The daemon's private directory: identity key and trust store. Created
@@ -19,7 +20,7 @@ public struct StateDirectory: Sendable {
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if getuid() == 0 { return "/var/lib/handoff" }
         if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/handoff" }
-        return (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state/handoff"
+        return (environment["HOME"] ?? passwordHomeDirectory()) + "/.local/state/handoff"
     }
 
     public var identityPath: String { path + "/identity" }
@@ -32,7 +33,7 @@ public struct StateDirectory: Sendable {
                 try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
                                                         attributes: [.posixPermissions: 0o700])
             } catch {
-                throw HandoffError(.storage, "Cannot create the state directory \(path): \(error.localizedDescription).",
+                throw HandoffError(.storage, "Cannot create the state directory \(path): \(error).",
                                    fix: "Create it yourself with mode 0700, or pass --state-dir with a writable directory.")
             }
         }

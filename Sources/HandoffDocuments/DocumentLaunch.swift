@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HandoffCore
 
 /// Which installed application opens a continued document. Pure: given the
@@ -42,7 +43,7 @@ public enum DocumentLaunch {
             case "%f", "%F": return path
             case "%u", "%U": return fileURI(path)
             case "%i", "%c", "%k", "%d", "%D", "%n", "%N", "%v", "%m": return nil
-            default: return word.replacingOccurrences(of: "%%", with: "%")
+            default: return word.replacing("%%", with: "%")
             }
         }
     }

@@ -1,7 +1,8 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import HandoffCore
 import HandoffKit
+import HandoffTransport
 
 /// Continues a document here: saves its bytes under the home directory (never
 /// over a different file) and opens it in the same application when it is
@@ -152,21 +153,10 @@ final class DocumentReceiver: ContinuationHandler, @unchecked Sendable {
         return apps
     }
 
-    /// glibc's POSIX_SPAWN_SETSID, which Swift's Glibc module does not import.
-    static let spawnSetSID: Int16 = 0x80
-
     /// Starts a program in its own session, not waited for (SIGCHLD is ignored, so it is reaped).
     func spawn(_ arguments: [String]) -> Bool {
-        guard !arguments.isEmpty else { return false }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, Self.spawnSetSID)
-        let argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { envp.forEach { free($0) } }
-        var pid = pid_t()
-        return posix_spawnp(&pid, arguments[0], nil, &attributes, argv, envp) == 0
+        guard let program = arguments.first else { return false }
+        return (try? ChildProcess.spawn(program, arguments: Array(arguments.dropFirst()), environment: environment,
+                                        newSession: true)) != nil
     }
 }

@@ -1,7 +1,8 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import HandoffCore
 import HandoffKit
+import HandoffTransport
 
 /// `handoff-documents`: the documents agent's command line (Docs/APPS.md, "Documents").
 public enum DocumentsCommand {
@@ -58,7 +59,7 @@ public enum DocumentsCommand {
         // Openers started for continued documents are not waited for: the kernel reaps them.
         signal(SIGCHLD, SIG_IGN)
         let receiver = DocumentReceiver(configuration: configuration, environment: environment)
-        let receiving = Thread {
+        Threads.start("documents receive") {
             // Declares the type while handoffd runs; waits for it (and for a restart) otherwise.
             while true {
                 if let app = try? HandoffApp(name: "handoff-documents", types: [documentActivityType], socketPath: configuration.socketPath) {
@@ -67,8 +68,6 @@ public enum DocumentsCommand {
                 sleep(2)
             }
         }
-        receiving.name = "documents receive"
-        receiving.start()
         do throws(HandoffError) {
             try agent.watch()
         } catch {
@@ -79,6 +78,6 @@ public enum DocumentsCommand {
     }
 
     static func printError(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        writeStandardError((text + "\n"))
     }
 }

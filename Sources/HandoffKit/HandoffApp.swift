@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HandoffAPI
 import HandoffCore
 import HandoffTransport
@@ -135,9 +136,7 @@ public final class HandoffApp: Sendable {
 
     /// Delivers events to `handler` on a background thread until the daemon goes away.
     public func run(handler: ContinuationHandler) {
-        let thread = Thread { [self] in serve(handler: handler) }
-        thread.name = "handoffkit events"
-        thread.start()
+        Threads.start("handoffkit events") { [self] in serve(handler: handler) }
     }
 
     /// Delivers events to `handler` on the calling thread; returns when the daemon goes away

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import HandoffAPI
 import HandoffCore
@@ -23,18 +23,18 @@ public struct ReceivedEvent: Sendable {
 /// Calls block until the daemon answers; concurrent calls take turns. A client
 /// that subscribed to events should be read by one thread only.
 public final class HandoffClient: @unchecked Sendable {
-    // @unchecked Sendable: `nextID` and the request/reply exchange are guarded by `exchange`.
+    // @unchecked Sendable: the connection is written and read only inside `exchange`'s lock
+    // (requests) or by the one thread that reads events; the rest is immutable or locked.
     public let socketPath: String
     /// Who offers what this client publishes (Docs/LOCAL-API.md, "Which activity is
     /// current"): each publisher holds one activity, and resigning hands back to the
     /// one offered before. By default the program's name.
     public let publisher: String?
     private let connection: StreamConnection
-    private var nextID: Int64 = 0
-    private let exchange = NSLock()
+    /// One request and its reply at a time; holds the last request id.
+    private let exchange = Locked<Int64>(0)
     /// Events that arrived while a request waited for its reply: kept for `nextEvent`, never dropped.
-    private let eventsLock = NSLock()
-    private var bufferedEvents: [ReceivedEvent] = []
+    private let bufferedEvents = Locked<[ReceivedEvent]>([])
     /// A reply or event line: a userInfo travels by descriptor, so lines stay small.
     static let maximumLineBytes = 16 * 1024 * 1024
 
@@ -117,35 +117,33 @@ public final class HandoffClient: @unchecked Sendable {
     /// are kept for `nextEvent`.
     public func send(_ request: Request, passing payload: PayloadBuffer? = nil,
                      onEvent: ((ReceivedEvent) -> Void)? = nil) throws(HandoffError) -> ReceivedMessage {
-        exchange.lock()
-        defer { exchange.unlock() }
-        nextID += 1
-        let envelope = RequestEnvelope(id: .integer(nextID), request: request)
-        do {
-            try withExtendedLifetime(payload) { () throws(SystemError) in
-                try connection.write(JSONWriter.line(envelope.json), passing: payload.map { [$0.descriptorForPassing] } ?? [])
-            }
-        } catch {
-            throw lost(error)
-        }
-        while true {
-            let message = try readMessage()
-            // Events may interleave with replies once subscribed; replies carry our id.
-            if message.json["event"] != nil {
-                let event = try Self.event(message)
-                if let onEvent {
-                    onEvent(event)
-                } else {
-                    eventsLock.lock()
-                    bufferedEvents.append(event)
-                    eventsLock.unlock()
+        try exchange.withLock { (nextID: inout Int64) throws(HandoffError) -> ReceivedMessage in
+            nextID += 1
+            let envelope = RequestEnvelope(id: .integer(nextID), request: request)
+            do throws(SystemError) {
+                try withExtendedLifetime(payload) { () throws(SystemError) in
+                    try connection.write(JSONWriter.line(envelope.json), passing: payload.map { [$0.descriptorForPassing] } ?? [])
                 }
-                continue
+            } catch {
+                throw lost(error)
             }
-            guard message.json["id"] == .integer(nextID) else { continue }
-            switch try Reply(json: message.json).outcome {
-            case let .success(result): return ReceivedMessage(json: result, payload: message.payload)
-            case let .failure(error): throw error
+            while true {
+                let message = try readMessage()
+                // Events may interleave with replies once subscribed; replies carry our id.
+                if message.json["event"] != nil {
+                    let event = try Self.event(message)
+                    if let onEvent {
+                        onEvent(event)
+                    } else {
+                        bufferedEvents.withLock { $0.append(event) }
+                    }
+                    continue
+                }
+                guard message.json["id"] == .integer(nextID) else { continue }
+                switch try Reply(json: message.json).outcome {
+                case let .success(result): return ReceivedMessage(json: result, payload: message.payload)
+                case let .failure(error): throw error
+                }
             }
         }
     }
@@ -164,12 +162,7 @@ public final class HandoffClient: @unchecked Sendable {
 
     /// Blocks until the daemon sends the next event; nil when the daemon closes the connection.
     public func nextEvent() throws(HandoffError) -> ReceivedEvent? {
-        eventsLock.lock()
-        if !bufferedEvents.isEmpty {
-            defer { eventsLock.unlock() }
-            return bufferedEvents.removeFirst()
-        }
-        eventsLock.unlock()
+        if let buffered = bufferedEvents.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return buffered }
         while true {
             let message: ReceivedMessage
             do {

@@ -1,7 +1,9 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import HandoffAPI
 import HandoffCore
+import HandoffTransport
 
 /// An activity an app offers to continue on another host, with
 /// NSUserActivity's semantics (Docs/APPS.md):
@@ -15,8 +17,9 @@ import HandoffCore
 /// - With `supportsContinuationStreams`, the app that continues it may open a
 ///   byte stream back: `awaitContinuationStream()` returns it here.
 public final class UserActivity: @unchecked Sendable {
-    // @unchecked Sendable: every stored property is read and written under `lock`.
-    private let lock = NSLock()
+    // @unchecked Sendable: the activity's state (`_` properties, `refreshScheduled`) is read
+    // and written under `lock`; the public settings are set before it is published.
+    private let lock = Locked(())
     private let client: HandoffClient
     private var _activity: Activity
     private var _needsSave = false
@@ -43,9 +46,7 @@ public final class UserActivity: @unchecked Sendable {
     }
 
     private func locked<T>(_ body: () -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body()
+        lock.withLock { _ in body() }
     }
 
     public var activityType: String { locked { _activity.type } }
@@ -173,7 +174,7 @@ public final class UserActivity: @unchecked Sendable {
                 if locked({ _sequence == sequence }) {
                     unchanged += 1
                     guard unchanged < Self.republishWaits else { throw error }
-                    Thread.sleep(forTimeInterval: 0.05)
+                    Threads.sleep(seconds: 0.05)
                 } else {
                     unchanged = 0
                 }
@@ -187,14 +188,10 @@ public final class UserActivity: @unchecked Sendable {
     /// Calls `handler`, on a new thread per stream, with each stream opened to
     /// this activity, for as long as it stays current.
     public func acceptContinuationStreams(_ handler: @escaping @Sendable (ContinuationStream) -> Void) {
-        let thread = Thread { [self] in
+        Threads.start("handoffkit streams") { [self] in
             while let stream = try? awaitContinuationStream() {
-                let worker = Thread { handler(stream) }
-                worker.name = "handoffkit stream"
-                worker.start()
+                Threads.start("handoffkit stream") { handler(stream) }
             }
         }
-        thread.name = "handoffkit streams"
-        thread.start()
     }
 }

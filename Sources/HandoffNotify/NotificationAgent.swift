@@ -1,5 +1,6 @@
 import CSystemd
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Glibc
 import HandoffAPI
 import HandoffCore
@@ -279,7 +280,7 @@ public final class NotificationAgent: @unchecked Sendable {
                                                  .near, .enabled, .disabled]
 
     private func startEventsThread() {
-        let thread = Thread { [self] in
+        Threads.start("handoffd-events") { [self] in
             var waiting = false
             while true {
                 let client: HandoffClient
@@ -290,7 +291,7 @@ public final class NotificationAgent: @unchecked Sendable {
                     // Started with the session, maybe before handoffd: wait for it.
                     if !waiting { log("waiting for handoffd: \(error.message)") }
                     waiting = true
-                    Thread.sleep(forTimeInterval: 2)
+                    Threads.sleep(seconds: 2)
                     continue
                 }
                 log("following handoffd at \(client.socketPath)")
@@ -303,12 +304,10 @@ public final class NotificationAgent: @unchecked Sendable {
                 requests.add(.refresh) // fails, so nothing is offered: every notification is withdrawn
             }
         }
-        thread.name = "handoffd-events"
-        thread.start()
     }
 
     private func startRequestsThread() {
-        let thread = Thread { [self] in
+        Threads.start("handoffd-requests") { [self] in
             var client: HandoffClient?
             func connected() throws(HandoffError) -> HandoffClient {
                 if let client { return client }
@@ -343,14 +342,12 @@ public final class NotificationAgent: @unchecked Sendable {
                 }
             }
         }
-        thread.name = "handoffd-requests"
-        thread.start()
     }
 
     /// The same request as `handoff-peer accept` (with `--app` when an app is to continue it:
     /// never a silent fallback to the terminal, which nobody watches here).
     private func accept(_ offer: OfferNotice) {
-        let thread = Thread { [self] in
+        Threads.start("handoffd-accept") { [self] in
             var failure: HandoffError?
             do throws(HandoffError) {
                 let client = try HandoffClient(socketPath: socketPath)
@@ -361,8 +358,6 @@ public final class NotificationAgent: @unchecked Sendable {
             }
             post(.acceptFinished(peer: offer.peer, error: failure))
         }
-        thread.name = "handoffd-accept"
-        thread.start()
     }
 
     private func monotonicMillis() -> UInt64 {

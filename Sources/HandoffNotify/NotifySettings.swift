@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HandoffCore
 
 /// The agent's one setting, in `$XDG_CONFIG_HOME/handoff/notify.conf`
@@ -17,7 +18,7 @@ public enum NotifySettings {
         for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
             guard !line.allSatisfy(\.isWhitespace) else { continue }
-            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingSpaces() }
             guard parts.count == 2, parts[0] == "notifications" else {
                 throw HandoffError(.storage, "Line \(number + 1) of \(path) is not 'notifications = on' or 'notifications = off'.",
                                    fix: "Write 'notifications = off' (or 'on') in \(path), or remove the file.")

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import HandoffCore
 
@@ -54,14 +54,12 @@ enum DatagramSocket {
     static func startReceiving(on fds: [Int32], path: DiscoveryPathName, isRunning: @escaping @Sendable () -> Bool,
                                observer: @escaping @Sendable (DiscoveryObservation) -> Void) {
         for fd in fds where fd >= 0 {
-            let thread = Thread {
+            Threads.start("\(path.rawValue) receive") {
                 defer { close(fd) }
                 receiveLoop(fd: fd, isRunning: isRunning) { bytes, host in
                     observer(.announcement(bytes: bytes, fromHost: host, path: path))
                 }
             }
-            thread.name = "\(path.rawValue) receive"
-            thread.start()
         }
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// A few threads of our own that run Swift concurrency's global jobs and the
@@ -113,9 +113,7 @@ public final class EventExecutor: @unchecked Sendable {
     }
 
     private func startThread(_ index: Int) {
-        let thread = Thread { [self] in serve() }
-        thread.name = "executor \(index)"
-        thread.start()
+        Threads.start("executor \(index)") { [self] in serve() }
     }
 
     private func serve() -> Never {

@@ -1,5 +1,5 @@
 import CLinux
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Says when a network link or address changes (route netlink: a cable pulled,
@@ -26,7 +26,7 @@ public final class NetworkChangeWatcher: Sendable {
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         stopWrite = Locked(ends[1])
         let stopRead = ends[0]
-        let thread = Thread {
+        Threads.start("netlink") {
             defer {
                 close(netlink)
                 close(stopRead)
@@ -51,8 +51,6 @@ public final class NetworkChangeWatcher: Sendable {
                 onChange()
             }
         }
-        thread.name = "netlink"
-        thread.start()
     }
 
     /// Wakes the thread, which closes its descriptors as it ends.

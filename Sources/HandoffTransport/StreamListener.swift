@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import HandoffCore
 import Synchronization
@@ -152,7 +152,7 @@ public final class StreamListener: Sendable {
     /// thread wakes up unless a client connects.
     public func run(name: String, limits: ConnectionLimits, handler: @escaping @Sendable (StreamConnection) -> Void) {
         running.store(true, ordering: .releasing)
-        let thread = Thread { [self] in
+        Threads.start(name) { [self] in
             defer { Glibc.close(fd) }
             while !stopped.load(ordering: .acquiring) {
                 var storage = sockaddr_storage()
@@ -180,17 +180,13 @@ public final class StreamListener: Sendable {
                     continue
                 }
                 if port != 0 { connection.disableNagle() }
-                let worker = Thread { [self] in
+                Threads.start("\(name) connection") { [self] in
                     handler(connection)
                     connection.close()
                     release(source: source, serial: serial)
                 }
-                worker.name = "\(name) connection"
-                worker.start()
             }
         }
-        thread.name = name
-        thread.start()
     }
 
     /// The connection's serial when it may be served now, nil when it is refused. A full pool

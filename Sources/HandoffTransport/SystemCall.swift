@@ -88,3 +88,9 @@ func boundPort(_ fd: Int32) throws(SystemError) -> UInt16 {
     }
     return SocketAddress(storage: storage, length: length).port
 }
+
+/// This user's home directory from the password database (for when $HOME is unset).
+public func passwordHomeDirectory() -> String {
+    guard let entry = getpwuid(getuid()), let directory = entry.pointee.pw_dir else { return "/" }
+    return String(cString: directory)
+}

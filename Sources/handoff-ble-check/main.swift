@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import HandoffBluetooth
 import HandoffBlueZ
 import HandoffCore
@@ -25,12 +26,12 @@ let spec = CommandSpec(
     """)
 
 func failUsage(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("Error: \(message)\nUsage: \(spec.usage)\nSee 'handoff-ble-check --help'.\n".utf8))
+    writeStandardError("Error: \(message)\nUsage: \(spec.usage)\nSee 'handoff-ble-check --help'.\n")
     exit(UsageError.exitCode)
 }
 
 func fail(_ message: String, fix: String) -> Never {
-    FileHandle.standardError.write(Data("Error: \(message)\nFix: \(fix)\n".utf8))
+    writeStandardError("Error: \(message)\nFix: \(fix)\n")
     exit(1)
 }
 
@@ -105,16 +106,10 @@ guard BlueZPresence.isBluetoothdOnSystemBus() else {
 /// bluetoothd's object tree through busctl (systemd's D-Bus tool): any user may read it.
 func inventory() -> BlueZInventory? {
     guard let busctl = ["/usr/bin/busctl", "/bin/busctl"].first(where: FileManager.default.isExecutableFile) else { return nil }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: busctl)
-    process.arguments = ["--system", "--json=short", "call", "org.bluez", "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects"]
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    guard (try? process.run()) != nil else { return nil }
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return process.terminationStatus == 0 ? BlueZInventory.parse(busctlJSON: data) : nil
+    guard let (status, output) = try? ChildProcess.run(busctl, arguments: ["--system", "--json=short", "call", "org.bluez", "/",
+                                                                          "org.freedesktop.DBus.ObjectManager", "GetManagedObjects"]),
+          status == 0 else { return nil }
+    return BlueZInventory.parse(busctlJSON: Data(output))
 }
 
 var problems: [(problem: String, fix: String)] = []
@@ -166,18 +161,13 @@ if let found {
 }
 
 // A test beacon and a scan, exactly as handoffd does them.
-final class Heard: @unchecked Sendable {
-    private let lock = NSLock()
-    private var reports: [String: (rssi: Int, count: Int)] = [:]
+final class Heard: Sendable {
+    private let reports = Locked<[String: (rssi: Int, count: Int)]>([:])
     func add(address: String, rssi: Int) {
-        lock.lock()
-        reports[address, default: (rssi, 0)] = (rssi, (reports[address]?.count ?? 0) + 1)
-        lock.unlock()
+        reports.withLock { $0[address] = (rssi, ($0[address]?.count ?? 0) + 1) }
     }
     var all: [(address: String, rssi: Int, count: Int)] {
-        lock.lock()
-        defer { lock.unlock() }
-        return reports.map { ($0.key, $0.value.rssi, $0.value.count) }.sorted { $0.address < $1.address }
+        reports.withLock { $0.map { ($0.key, $0.value.rssi, $0.value.count) } }.sorted { $0.address < $1.address }
     }
 }
 let heard = Heard()
@@ -190,7 +180,7 @@ do {
     fail(error.message, fix: error.fix)
 }
 presence.setBeacon(token: Random.bytes(Beacon.tokenBytes))
-Thread.sleep(forTimeInterval: seconds)
+Threads.sleep(seconds: seconds)
 let status = presence.currentStatus
 presence.stop()
 if !status.available {

@@ -1,9 +1,10 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Glibc
 import HandoffCore
 import HandoffDocuments
 import HandoffNotify
+import HandoffTransport
 
 // One program for both session agents: called as handoff-documents (a link), it is the documents agent.
 if CommandLine.arguments.first.map({ $0.split(separator: "/").last == "handoff-documents" }) == true {
@@ -28,7 +29,7 @@ let spec = CommandSpec(
     """)
 
 func printError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+    writeStandardError(text + "\n")
 }
 
 let arguments: ParsedArguments

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import HandoffAPI
 import HandoffCore
@@ -53,7 +53,7 @@ struct ProgressDisplay {
     }
 
     static func mebibytes(_ bytes: Int64) -> String {
-        String(format: "%.1f", Double(bytes) / 1_048_576)
+        String.decimal(Double(bytes) / 1_048_576, places: 1)
     }
 
     static func safe(_ text: String) -> String {

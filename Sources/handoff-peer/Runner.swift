@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import HandoffAPI
 import HandoffBrowserHost
@@ -250,7 +250,7 @@ struct Runner {
         } else {
             print("Do both screens show \(shown)? [y/N] ", terminator: "")
             fflush(nil)
-            accept = ["y", "yes"].contains((readLine() ?? "").trimmingCharacters(in: .whitespaces).lowercased())
+            accept = ["y", "yes"].contains((readLine() ?? "").trimmingSpaces().lowercased())
         }
         let result: PairingResult
         do {
@@ -291,7 +291,7 @@ struct Runner {
         for condition in report["conditions"]?.arrayValue ?? [] {
             let code = condition["code"]?.stringValue ?? "?"
             let status = condition["status"]?.stringValue ?? "?"
-            print("  \(code.padding(toLength: 10, withPad: " ", startingAt: 0))\(status.padding(toLength: 5, withPad: " ", startingAt: 0))  \(safe(condition["evidence"]?.stringValue ?? ""))")
+            print("  \(code.padded(to: 10))\(status.padded(to: 5))  \(safe(condition["evidence"]?.stringValue ?? ""))")
             if status == "fail" || status == "warn", let fix = condition["fix"]?.stringValue, !fix.isEmpty {
                 fixes.append("  \(code): \(fix)")
             }
@@ -310,7 +310,7 @@ struct Runner {
         if !used.isEmpty {
             print("\nBrowser extension (the focused tab; not one of the six conditions):")
             for finding in used {
-                print("  \(finding.browser.padding(toLength: 14, withPad: " ", startingAt: 0))\(finding.status.padding(toLength: 5, withPad: " ", startingAt: 0))  \(safe(finding.evidence))")
+                print("  \(finding.browser.padded(to: 14))\(finding.status.padded(to: 5))  \(safe(finding.evidence))")
                 if !finding.fix.isEmpty { print("  \(String(repeating: " ", count: 21))Fix: \(finding.fix)") }
             }
         }
@@ -319,7 +319,7 @@ struct Runner {
 
     private func browserHostFindings() -> [HostManifestCheck.Finding] {
         let running = Set(((try? client.declarations()) ?? []).filter(\.running).flatMap(\.types))
-        let home = ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()
+        let home = ProcessInfo.processInfo.environment["HOME"] ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
         return HostManifestCheck.check(home: home, read: { path in
             FileManager.default.contents(atPath: path).flatMap { $0.count <= 64 * 1024 ? String(decoding: $0, as: UTF8.self) : nil }
         }, exists: { FileManager.default.fileExists(atPath: $0) }, isExecutable: { access($0, X_OK) == 0 },
@@ -357,7 +357,7 @@ struct Runner {
         for device in devices {
             let paired = Date(timeIntervalSince1970: Double(device.pairedAtMillis) / 1000)
             rows.append([device.peer, safe(device.name), device.inRange ? "yes" : "no",
-                         paired.formatted(date: .abbreviated, time: .shortened) + (device.needsPairingAgain ? " (pair again)" : "")])
+                         localMinute(paired) + (device.needsPairingAgain ? " (pair again)" : "")])
         }
         printTable(rows)
         if devices.contains(where: \.needsPairingAgain) {
@@ -438,10 +438,20 @@ struct Runner {
         for row in rows {
             let cells = row.enumerated().map { index, cell in
                 let clipped = cell.count > widths[index] ? String(cell.prefix(widths[index] - 1)) + "…" : cell
-                return index == row.count - 1 ? clipped : clipped.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+                return index == row.count - 1 ? clipped : clipped.padded(to: widths[index])
             }
             print(cells.joined(separator: "  "))
         }
     }
 }
 
+
+/// A date as this host's local time to the minute, like "2026-12-02 14:05" (a fixed
+/// form: localized formats need full Foundation and ICU).
+func localMinute(_ date: Date) -> String {
+    var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+    var parts = tm()
+    guard localtime_r(&seconds, &parts) != nil else { return "\(date)" }
+    func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+    return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min))"
+}

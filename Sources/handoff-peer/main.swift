@@ -1,8 +1,9 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import HandoffBrowserHost
 import HandoffCore
 import HandoffKit
+import HandoffTransport
 
 enum ExitCode {
     static let success: Int32 = 0
@@ -13,7 +14,7 @@ enum ExitCode {
 }
 
 func printError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+    writeStandardError((text + "\n"))
 }
 
 func usageFailure(_ error: UsageError, command: CommandSpec?) -> Never {

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Glibc
 import HandoffCore
 import HandoffDaemon
@@ -38,9 +38,9 @@ let spec = CommandSpec(
     """)
 
 func fail(_ message: String, usage: Bool) -> Never {
-    FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
+    writeStandardError("Error: \(message)\n")
     if usage {
-        FileHandle.standardError.write(Data("Usage: \(spec.usage)\nSee 'handoffd --help'.\n".utf8))
+        writeStandardError("Usage: \(spec.usage)\nSee 'handoffd --help'.\n")
         exit(UsageError.exitCode)
     }
     exit(1)
@@ -131,7 +131,7 @@ if let text = arguments.value("company-id") {
 }
 if let list = arguments.value("discovery") {
     var paths: Set<DiscoveryPathName> = []
-    for name in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+    for name in list.split(separator: ",").map({ $0.trimmingSpaces() }) {
         // Only the documented values: unicast rides on mdns, and Bluetooth is chosen with --hci.
         guard let path = DiscoveryPathName(rawValue: name), [.multicast, .mdns].contains(path) else {
             fail(UsageError.invalidValue(option: "--discovery", reason: "'\(name)' is not multicast or mdns (Bluetooth is chosen with --hci).").description, usage: true)

@@ -43,7 +43,7 @@ import Testing
         #expect(findings["Chromium"]?.evidence.contains("allowed_origins") == true)
         findings = check(files: [user: "not json"], directories: [])
         #expect(findings["Chromium"]?.evidence.contains("not a JSON object") == true)
-        findings = check(files: [user: chromiumManifest.replacingOccurrences(of: "/usr/bin/handoff-webext-host", with: "handoff-webext-host")],
+        findings = check(files: [user: chromiumManifest.replacing("/usr/bin/handoff-webext-host", with: "handoff-webext-host")],
                          directories: [])
         #expect(findings["Chromium"]?.evidence.contains("absolute") == true)
     }

@@ -14,7 +14,7 @@ import Testing
     func formatsFingerprintsAsCrockfordBase32(fingerprint: String, expected: String) throws {
         let id = try #require(DeviceID(fingerprint: hex(fingerprint)))
         #expect(id.description == expected)
-        #expect(id.compact == expected.replacingOccurrences(of: "-", with: ""))
+        #expect(id.compact == expected.replacing("-", with: ""))
         #expect(id.compact.count == 16)
     }
 

@@ -28,6 +28,13 @@ ssize_t handoff_recv_with_fds(int socket, void *bytes, size_t length, int *fds, 
 
 #define HANDOFF_MAX_PASSED_FDS 4
 
+/* Names the calling thread (prctl PR_SET_NAME, a variadic call Swift cannot make);
+   the kernel keeps the first 15 bytes. */
+int handoff_set_thread_name(const char *name);
+
+/* pipe2(fds, O_CLOEXEC): no other thread's child inherits the ends (needs _GNU_SOURCE). */
+int handoff_pipe_cloexec(int fds[2]);
+
 /* A route netlink socket (close-on-exec) subscribed to link and IPv4/IPv6 address
    changes (RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR); -1 and errno. */
 int handoff_netlink_route_changes(void);
