@@ -4,11 +4,10 @@ import PackageDescription
 let package = Package(
     name: "handoff",
     products: [
-        .executable(name: "handoffd", targets: ["handoffd"]),
-        .executable(name: "handoff-peer", targets: ["handoff-peer"]),
-        .executable(name: "handoff-ble-check", targets: ["handoff-ble-check"]),
+        // handoffd, handoff-peer, handoff-notify, handoff-documents, handoff-webext-host and
+        // handoff-ble-check are this one program by other names (Scripts/build makes the links).
+        .executable(name: "handoff", targets: ["handoff"]),
         .executable(name: "handoff-reader", targets: ["handoff-reader"]),
-        .executable(name: "handoff-notify", targets: ["handoff-notify"]),
         .library(name: "HandoffKit", targets: ["HandoffKit"]),
         // For the fuzz targets in Fuzz/, a separate package that depends on this one by path.
         .library(name: "HandoffCore", targets: ["HandoffCore"]),
@@ -61,24 +60,22 @@ let package = Package(
         .target(name: "HandoffBlueZ", dependencies: ["CSystemd", "HandoffDBus", "HandoffBluetooth", "HandoffCore", "HandoffTransport"]),
         // The daemon as a library: state, wiring, request handling.
         .target(name: "HandoffDaemon", dependencies: ["HandoffAPI", "HandoffCore", "HandoffCrypto", "HandoffTransport", "HandoffMDNS", "HandoffBluetooth", "HandoffBlueZ"]),
-        // Checks a Bluetooth controller on real hardware: advertise and scan for a few seconds.
-        .executableTarget(name: "handoff-ble-check", dependencies: ["HandoffBluetooth", "HandoffBlueZ", "HandoffCore", "HandoffCrypto", "HandoffTransport"]),
-        .executableTarget(name: "handoffd", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffTransport"]),
         // Client of the local API, used by apps and by handoff-peer.
         .target(name: "HandoffKit", dependencies: ["HandoffAPI", "HandoffCore", "HandoffTransport"]),
-        // The browser extension's native messaging host. handoff-peer runs it when called as
-        // handoff-webext-host (a symbolic link): one executable instead of another statically linked one.
+        // The browser extension's native messaging host: the one program called as handoff-webext-host.
         .target(name: "HandoffBrowserHost", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
-        .executableTarget(name: "handoff-peer", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport", "HandoffBrowserHost"]),
         // The session agent: offers as desktop notifications (org.freedesktop.Notifications, sd-bus).
         // -Onone in release: Swift 6.3's optimizer spent over 10 minutes on this module
         // (whole-module, release) without finishing; the agent waits on D-Bus, not the CPU.
         .target(name: "HandoffNotify", dependencies: ["CSystemd", "HandoffDBus", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"],
                 swiftSettings: [.unsafeFlags(["-Onone"], .when(configuration: .release))]),
         // The documents publisher and receiver (the recently-used list), in the session. Its program is
-        // handoff-notify called as handoff-documents (a link): one binary for both session agents.
+        // the one program called as handoff-documents.
         .target(name: "HandoffDocuments", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
-        .executableTarget(name: "handoff-notify", dependencies: ["HandoffNotify", "HandoffDocuments", "HandoffCore", "HandoffTransport"]),
+        // Every program in one executable, picked by the name it is called by (Sources/handoff/main.swift).
+        .executableTarget(name: "handoff", dependencies: ["HandoffDaemon", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffCrypto",
+                                                          "HandoffTransport", "HandoffBluetooth", "HandoffBlueZ", "HandoffBrowserHost",
+                                                          "HandoffNotify", "HandoffDocuments"]),
         // Example app using HandoffKit end to end (Examples/Reader).
         .executableTarget(name: "handoff-reader", dependencies: ["HandoffKit", "HandoffCore"], path: "Examples/Reader",
                           exclude: ["handoff-reader.desktop"]),

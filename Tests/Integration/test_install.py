@@ -30,10 +30,13 @@ INSTALL = os.path.join(REPO, "Scripts", "install")
 UNINSTALL = os.path.join(REPO, "Scripts", "uninstall")
 BIN = os.environ.get("HANDOFF_BIN", os.path.join(REPO, ".build", "debug"))
 PREFIX = "/usr/local"
-PROGRAMS = ["handoffd", "handoff-peer", "handoff-ble-check", "handoff-notify"]
+# The commands with a --help; all of them, handoff-documents and handoff-webext-host too,
+# are links to the one program (Scripts/commands).
+PROGRAMS = ["handoffd", "handoff-peer", "handoff-ble-check", "handoff-notify", "handoff-documents"]
+COMMANDS = subprocess.run([os.path.join(REPO, "Scripts", "commands")], capture_output=True, text=True, check=True).stdout.split()
 # Every file install promises (README, Scripts/install --help), with its mode.
 PROMISED = {
-    **{f"{PREFIX}/bin/{program}": 0o755 for program in PROGRAMS},
+    f"{PREFIX}/libexec/handoff/handoff": 0o755,
     f"{PREFIX}/lib/systemd/user/handoffd.service": 0o644,
     "/etc/default/handoffd": 0o644,
     "/etc/ufw/applications.d/handoff": 0o644,
@@ -53,8 +56,8 @@ PROMISED = {
     f"{PREFIX}/share/man/man8/handoffd.8": 0o644,
     f"{PREFIX}/share/handoff/install-manifest": 0o644,
 }
-# Programs that are another program called by another name (multi-call): installed as links.
-LINKS = {f"{PREFIX}/bin/handoff-webext-host": "handoff-peer", f"{PREFIX}/bin/handoff-documents": "handoff-notify"}
+# Every command is the one program called by its name: installed as links.
+LINKS = {f"{PREFIX}/bin/{name}": "../libexec/handoff/handoff" for name in COMMANDS}
 # The ports handoffd uses (README "handoffd", Docs): protocol, port.
 PORTS = {("udp", 47180), ("udp", 47181), ("tcp", 47181), ("udp", 5353)}
 
@@ -91,9 +94,8 @@ def options_of(peer, command):
 class Install(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        for program in PROGRAMS:
-            if not os.access(os.path.join(BIN, program), os.X_OK):
-                raise AssertionError(f"no {BIN}/{program}: build first (Scripts/build), or set HANDOFF_BIN")
+        if not os.access(os.path.join(BIN, "handoff"), os.X_OK):
+            raise AssertionError(f"no {BIN}/handoff: build first (Scripts/build), or set HANDOFF_BIN")
         cls.destdir = tempfile.mkdtemp(prefix="handoff-destdir-")
         cls.installed = run(INSTALL, "--destdir", cls.destdir, "--bindir-from", BIN)
 
@@ -294,20 +296,19 @@ class Install(unittest.TestCase):
             self.assertEqual(os.listdir(destdir), [])
 
         with tempfile.TemporaryDirectory(prefix="handoff-destdir-") as destdir:
-            # An install that fails half way (here: a handoff-peer whose --help fails, so no
+            # An install that fails half way (here: a program whose --help fails, so no
             # completions) still leaves a manifest, and uninstall takes away what it put there.
             broken = os.path.join(destdir, "..", os.path.basename(destdir) + "-bin")
             os.makedirs(broken)
             try:
-                for program in ("handoffd", "handoff-ble-check", "handoff-notify"):
-                    shutil.copy(os.path.join(BIN, program), broken)
-                with open(os.path.join(broken, "handoff-peer"), "w") as handle:
+                with open(os.path.join(broken, "handoff"), "w") as handle:
                     handle.write("#!/bin/sh\nexit 3\n")
-                os.chmod(os.path.join(broken, "handoff-peer"), 0o755)
+                os.chmod(os.path.join(broken, "handoff"), 0o755)
                 failed = run(INSTALL, "--destdir", destdir, "--bindir-from", broken, check=False)
                 self.assertEqual(failed.returncode, 1)
                 self.assertIn("removes what it installed so far", failed.stderr)
-                self.assertTrue(os.path.isfile(destdir + f"{PREFIX}/bin/handoffd"))
+                self.assertTrue(os.path.isfile(destdir + f"{PREFIX}/libexec/handoff/handoff"))
+                self.assertTrue(os.path.islink(destdir + f"{PREFIX}/bin/handoffd"))
                 run(UNINSTALL, "--destdir", destdir)
                 self.assertEqual(os.listdir(destdir), [])
             finally:

@@ -26,10 +26,13 @@ from harness import REPO, lab, offer_of, peer, peer_json, require_root, wait_unt
 
 PACKAGE = os.path.join(REPO, "Scripts", "package")
 OUTPUT = os.path.join(REPO, ".build", "package", "deb")
+# The commands with a --help and a manual page made from it; all of them, handoff-documents and
+# handoff-webext-host too, are links to the one program (Scripts/commands).
 PROGRAMS = ["handoffd", "handoff-peer", "handoff-ble-check", "handoff-notify"]
+COMMANDS = subprocess.run([os.path.join(REPO, "Scripts", "commands")], capture_output=True, text=True, check=True).stdout.split()
 # Every file the package ships, with its mode (Scripts/package --help, Docs/INSTALL.md "Package").
 FILES = {
-    **{f"/usr/bin/{program}": 0o755 for program in PROGRAMS},
+    "/usr/libexec/handoff/handoff": 0o755,
     "/usr/lib/systemd/user/handoffd.service": 0o644,
     "/etc/default/handoffd": 0o644,
     "/etc/ufw/applications.d/handoff": 0o644,
@@ -57,7 +60,7 @@ FILES = {
 CONFFILES = {"/etc/default/handoffd", "/etc/ufw/applications.d/handoff", "/etc/xdg/autostart/handoff-notify.desktop",
              "/etc/xdg/autostart/handoff-documents.desktop", "/etc/chromium/native-messaging-hosts/io.github.handoff.json"}
 # Links the package ships: multi-call programs, and the browsers' extension directories (webext layout).
-LINKS = {"/usr/bin/handoff-webext-host": "handoff-peer", "/usr/bin/handoff-documents": "handoff-notify",
+LINKS = {**{f"/usr/bin/{name}": "../libexec/handoff/handoff" for name in COMMANDS},
          "/usr/share/chromium/extensions/handoff": "../../webext/handoff/chromium",
          "/usr/share/mozilla/extensions/{ec8030f7-c20a-464f-9b0e-13a3a9e97384}/handoff@handoff.github.io": "../../../webext/handoff/firefox"}
 # postinst enables the user unit for every user (deb-systemd-helper --user enable).
@@ -240,7 +243,7 @@ class DebianPackage(unittest.TestCase):
             pids = [pid for pid in run("pgrep", "-x", "handoffd").stdout.split()
                     if lab_dir + "/" in open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")]
             self.assertEqual(len(pids), 2)
-            self.assertEqual({os.readlink(f"/proc/{pid}/exe") for pid in pids}, {"/usr/bin/handoffd"})
+            self.assertEqual({os.readlink(f"/proc/{pid}/exe") for pid in pids}, {"/usr/libexec/handoff/handoff"})
 
             lab("pair-all", "laptop-a", "laptop-b")
             receipt = json.loads(peer("laptop-a", "publish", "--type", "org.example.reader.document",
