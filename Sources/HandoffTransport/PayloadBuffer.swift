@@ -27,10 +27,11 @@ public final class PayloadBuffer: @unchecked Sendable {
         Glibc.close(fd)
     }
 
-    /// A writable buffer of exactly `count` bytes. Pages are populated up front:
-    /// the whole buffer is about to be written, and one populate costs far less
-    /// than a page fault per 4 KiB.
-    public static func create(count: Int, name: String = "handoff-payload") throws(SystemError) -> PayloadBuffer {
+    /// A writable buffer of exactly `count` bytes. With `populate`, pages are made up front
+    /// (one populate costs less than a fault per 4 KiB when the bytes are at hand); without,
+    /// each page is made, zeroed by the kernel, when it is first written: a payload arriving
+    /// from the network then does not wait for the whole buffer to be zeroed first.
+    public static func create(count: Int, name: String = "handoff-payload", populate: Bool = true) throws(SystemError) -> PayloadBuffer {
         guard count >= 0 else { throw SystemError("memfd size", errno: EINVAL) }
         let fd = try systemCall("memfd_create") { handoff_memfd_create(name) }
         guard ftruncate(fd, off_t(count)) == 0 else {
@@ -39,7 +40,7 @@ public final class PayloadBuffer: @unchecked Sendable {
             throw error
         }
         guard count > 0 else { return PayloadBuffer(fd: fd, count: 0, base: nil, sealed: false) }
-        guard let base = mmap(nil, count, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0), base != MAP_FAILED else {
+        guard let base = mmap(nil, count, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, 0), base != MAP_FAILED else {
             let error = SystemError("mmap")
             Glibc.close(fd)
             throw error
