@@ -65,10 +65,7 @@ let package = Package(
         // The browser extension's native messaging host: the one program called as handoff-webext-host.
         .target(name: "HandoffBrowserHost", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
         // The session agent: offers as desktop notifications (org.freedesktop.Notifications, sd-bus).
-        // -Onone in release: Swift 6.3's optimizer spent over 10 minutes on this module
-        // (whole-module, release) without finishing; the agent waits on D-Bus, not the CPU.
-        .target(name: "HandoffNotify", dependencies: ["CSystemd", "HandoffDBus", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"],
-                swiftSettings: [.unsafeFlags(["-Onone"], .when(configuration: .release))]),
+        .target(name: "HandoffNotify", dependencies: ["CSystemd", "HandoffDBus", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
         // The documents publisher and receiver (the recently-used list), in the session. Its program is
         // the one program called as handoff-documents.
         .target(name: "HandoffDocuments", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),

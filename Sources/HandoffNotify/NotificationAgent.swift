@@ -283,27 +283,43 @@ public final class NotificationAgent: @unchecked Sendable {
         Threads.start("handoffd-events") { [self] in
             var waiting = false
             while true {
-                let client: HandoffClient
-                do throws(HandoffError) {
-                    client = try HandoffClient(socketPath: socketPath)
-                    try client.subscribe()
-                } catch {
+                guard let client = subscribedClient(sayingWhyNot: !waiting) else {
                     // Started with the session, maybe before handoffd: wait for it.
-                    if !waiting { log("waiting for handoffd: \(error.message)") }
                     waiting = true
                     Threads.sleep(seconds: 2)
                     continue
                 }
-                log("following handoffd at \(client.socketPath)")
                 waiting = false
-                requests.add(.refresh)
-                while let received = try? client.nextEvent() {
-                    if let name = received.event?.name, Self.relevantEvents.contains(name) { requests.add(.refresh) }
-                }
-                log("handoffd went away; waiting for it to come back")
-                requests.add(.refresh) // fails, so nothing is offered: every notification is withdrawn
+                follow(client)
             }
         }
+    }
+
+    // The thread's steps are functions of their own, never inlined into its loop: with
+    // HandoffClient's calls inlined there, Swift 6.3's loop-invariant code motion ran for
+    // over 20 minutes on the release build (it had needed -Onone for this module).
+    @inline(never)
+    private func subscribedClient(sayingWhyNot: Bool) -> HandoffClient? {
+        do throws(HandoffError) {
+            let client = try HandoffClient(socketPath: socketPath)
+            try client.subscribe()
+            log("following handoffd at \(client.socketPath)")
+            return client
+        } catch {
+            if sayingWhyNot { log("waiting for handoffd: \(error.message)") }
+            return nil
+        }
+    }
+
+    /// Asks for a refresh now and on every event that may change the offers, until handoffd goes away.
+    @inline(never)
+    private func follow(_ client: HandoffClient) {
+        requests.add(.refresh)
+        while let received = try? client.nextEvent() {
+            if let name = received.event?.name, Self.relevantEvents.contains(name) { requests.add(.refresh) }
+        }
+        log("handoffd went away; waiting for it to come back")
+        requests.add(.refresh) // fails, so nothing is offered: every notification is withdrawn
     }
 
     private func startRequestsThread() {
