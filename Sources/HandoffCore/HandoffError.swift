@@ -21,7 +21,6 @@ public struct HandoffError: Error, Equatable, Sendable, Codable, CustomStringCon
         case declined
         case payloadTooLarge = "payload-too-large"
         case payloadInvalid = "payload-invalid"
-        case digestMismatch = "digest-mismatch"
         case signatureMismatch = "signature-mismatch"
         case timedOut = "timed-out"
         case connectionLost = "connection-lost"

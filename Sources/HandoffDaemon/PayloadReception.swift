@@ -15,8 +15,10 @@ struct FetchedPayload: Sendable {
 
 /// One payload on its way in, across every connection that carries part of it:
 /// the buffer (sized from the first authenticated frame header, after checking
-/// it against the signed summary), how much of it is authenticated, and the
-/// digest that follows it on a thread of its own. Used by the fetch thread only.
+/// it against the signed summary) and how much of it is authenticated. The
+/// bytes are not hashed again here: the sender vouched for the summary's digest
+/// when it took the request (Docs/PROTOCOL.md, "Why the receiver does not hash
+/// the payload"). Used by the fetch thread only.
 final class PayloadReception {
     let summary: Summary
     private(set) var buffer: PayloadBuffer?
@@ -24,13 +26,10 @@ final class PayloadReception {
     private(set) var authenticated = 0
     /// Bytes of records a connection lost midway, which a resume fetches again.
     private(set) var refetchedBytes = 0
-    private var digest: DigestPipeline?
 
     init(summary: Summary) {
         self.summary = summary
     }
-
-    deinit { digest?.cancel() }
 
     var isStarted: Bool { buffer != nil }
 
@@ -58,7 +57,6 @@ final class PayloadReception {
                                    fix: "Free some memory on this host, then accept again.")
             }
             self.buffer = created
-            digest = DigestPipeline(created)
             return created.mutableBytes
         }
         guard start.offset == authenticated, start.offset + start.length == buffer.count else {
@@ -75,21 +73,14 @@ final class PayloadReception {
     /// `count` bytes from the start are now authenticated.
     func advance(to count: Int) {
         authenticated = count
-        digest?.advance(to: count)
     }
 
     func discard(_ bytes: Int) { refetchedBytes += bytes }
 
-    /// Everything arrived: the digest against the signed one, then the buffer is
-    /// sealed and its fields scanned and checked against the summary.
+    /// Everything arrived: the buffer is sealed and its fields scanned and checked against the summary.
     func finish() throws(HandoffError) -> FetchedPayload {
-        guard let buffer, let digest, authenticated == buffer.count else {
+        guard let buffer, authenticated == buffer.count else {
             throw HandoffError(.payloadInvalid, "The payload ended early.", fix: "Accept again.")
-        }
-        self.digest = nil
-        guard constantTimeEqual(digest.finish(), summary.payloadDigest) else {
-            throw HandoffError(.digestMismatch, "The payload does not match the digest in the signed summary.",
-                               fix: "Accept again; if it repeats, the sender is misbehaving.")
         }
         do {
             try buffer.seal()
@@ -102,60 +93,6 @@ final class PayloadReception {
                                fix: "Accept again; if it repeats, the sender is misbehaving.")
         }
         return FetchedPayload(buffer: buffer, header: header)
-    }
-}
-
-/// BLAKE2b over a buffer that fills from the front, on a thread of its own: the
-/// receiver publishes how far the bytes are final (`advance`), the hasher
-/// catches up, so hashing overlaps receiving and decrypting (the second core).
-/// The handoff is one watermark, so it is bounded whatever the record count.
-final class DigestPipeline: Sendable {
-    private let buffer: PayloadBuffer
-    private let available = Atomic<Int>(0)
-    private let cancelled = Atomic<Bool>(false)
-    private let wake = DispatchSemaphore(value: 0)
-    private let done = DispatchSemaphore(value: 0)
-    private let result = Locked<[UInt8]?>(nil)
-
-    init(_ buffer: PayloadBuffer) {
-        self.buffer = buffer
-        // Captured now: sealing remaps the buffer, and sealing waits for `finish`.
-        let address = UInt(bitPattern: buffer.mutableBytes.baseAddress)
-        let total = buffer.count
-        Threads.start("digest") { [self] in
-            let base = UnsafeRawPointer(bitPattern: address)
-            let hasher = Blake2b.Hasher()
-            var hashed = 0
-            while hashed < total, !cancelled.load(ordering: .acquiring) {
-                let upTo = available.load(ordering: .acquiring)
-                if upTo > hashed {
-                    hasher.update(UnsafeRawBufferPointer(start: base! + hashed, count: upTo - hashed))
-                    hashed = upTo
-                } else {
-                    wake.wait()
-                }
-            }
-            result.withLock { $0 = hasher.finish() }
-            done.signal()
-        }
-    }
-
-    /// Bytes below `count` are final (written before this call).
-    func advance(to count: Int) {
-        available.store(count, ordering: .releasing)
-        wake.signal()
-    }
-
-    /// Waits for the hasher to reach the end; the digest.
-    func finish() -> [UInt8] {
-        done.wait()
-        return result.withLock { $0 ?? [] }
-    }
-
-    /// Stops the hasher (the transfer failed); it lets go of the buffer.
-    func cancel() {
-        cancelled.store(true, ordering: .releasing)
-        wake.signal()
     }
 }
 
