@@ -12,6 +12,12 @@ import HandoffTransport
 /// screen. Only when both have confirmed do they exchange the keys the pair
 /// needs, and the pairing is kept only if both sides stored it: each says
 /// whether it did, and a side whose peer could not store rolls back.
+///
+/// While pairing is open, several devices may ask at once (one per address, a
+/// few in all): each gets its own code, and they are shown to the local user one
+/// after another. A stranger who asks first is shown as what it is (its name and
+/// device id, with a code the other laptop does not show); declining it, or its
+/// failing, leaves the window open for the next (Docs/SECURITY.md, "Pairing").
 struct PairingState {
     /// A device announcing that it can be paired, heard in its clear beacon.
     struct Beacon {
@@ -41,8 +47,10 @@ struct PairingState {
 
     var beacons: [DeviceKey: Beacon] = [:]
     var sessions: [Int: Session] = [:]
-    /// The session this host answers as responder; while it runs, other devices are refused.
-    var responding: Int?
+    /// The sessions this host answers as responder, with the address each came from.
+    var responding: [Int: String] = [:]
+    /// Responder sessions whose code is known, not yet shown to the user: the next `pairListen` takes the first.
+    var waiting: [Offer] = []
     var nextSession = 0
     /// `pairListen` requests waiting for a device to ask.
     var listeners: [Int: CheckedContinuation<Result<Offer, HandoffError>, Never>] = [:]
@@ -50,11 +58,21 @@ struct PairingState {
     var openUntilMillis: UInt64 = 0
 
     static let decisionTimeoutSeconds = 120
+    /// Devices answering as candidates at once while pairing is open; one per address.
+    static let maximumCandidates = 4
     static let maximumBeacons = 32
     /// Beacons kept per source address: one host cannot crowd out the others.
     static let maximumBeaconsPerHost = 4
 
-    enum Availability: Sendable { case open, closed, busy }
+    enum Availability: Sendable, Equatable { case open, closed, busy }
+
+    /// Whether a device at `host` may start a pairing handshake now: while pairing is open,
+    /// one session per address and `maximumCandidates` in all.
+    func availability(host: String, open: Bool) -> Availability {
+        guard open else { return .closed }
+        guard responding.count < Self.maximumCandidates, !responding.values.contains(host) else { return .busy }
+        return .open
+    }
 
     /// Remembers a beacon (the newest per key) within both bounds. Over the
     /// per-host bound the host's own oldest goes; over the total, the oldest
@@ -78,13 +96,12 @@ struct PairingState {
 
 extension Daemon {
     func isPairingOpen() -> Bool {
-        !pairing.listeners.isEmpty && pairing.openUntilMillis > wallClockMillis()
+        pairing.openUntilMillis > wallClockMillis()
     }
 
-    /// Whether a pairing handshake is answered now: one device at a time.
-    func pairingAvailability() -> PairingState.Availability {
-        guard isPairingOpen() || pairing.responding != nil else { return .closed }
-        return pairing.responding == nil ? .open : .busy
+    /// Whether a pairing handshake from `host` is answered now.
+    func pairingAvailability(host: String) -> PairingState.Availability {
+        pairing.availability(host: host, open: isPairingOpen())
     }
 
     func notePairingBeacon(_ beacon: Announcement, from host: String, nowMillis: UInt64) {
@@ -106,11 +123,13 @@ extension Daemon {
 
     // MARK: - Local API
 
-    /// `pairListen`: opens pairing for `seconds` and returns once a device asks, with the code to compare.
+    /// `pairListen`: opens pairing for `seconds` (or keeps it open) and returns the next device
+    /// that asked, with the code to compare: one already waiting, else the next to ask.
     func listenForPairing(seconds: Int) async -> Result<PairingState.Offer, HandoffError> {
+        pairing.openUntilMillis = max(pairing.openUntilMillis, wallClockMillis() + UInt64(seconds) * 1000)
+        if !pairing.waiting.isEmpty { return .success(pairing.waiting.removeFirst()) }
         pairing.nextListener += 1
         let id = pairing.nextListener
-        pairing.openUntilMillis = max(pairing.openUntilMillis, wallClockMillis() + UInt64(seconds) * 1000)
         log.info("pairing open for \(seconds) s")
         return await withCheckedContinuation { continuation in
             pairing.listeners[id] = continuation
@@ -120,10 +139,25 @@ extension Daemon {
     }
 
     private func closeListener(_ id: Int) {
-        guard let listener = pairing.listeners.removeValue(forKey: id) else { return }
-        listener.resume(returning: .failure(HandoffError(.timedOut, "No device asked to pair.",
-            fix: "On the other host run 'handoff-peer pair \(configuration.name)' while this one waits.")))
-        if pairing.listeners.isEmpty { pairing.openUntilMillis = 0 }
+        if let listener = pairing.listeners.removeValue(forKey: id) {
+            listener.resume(returning: .failure(HandoffError(.timedOut, "No device asked to pair.",
+                fix: "On the other host run 'handoff-peer pair \(configuration.name)' while this one waits.")))
+        }
+        if pairing.listeners.isEmpty, !isPairingOpen() { closePairingWindow() }
+    }
+
+    /// Pairing closes: devices still waiting to be shown are declined.
+    private func closePairingWindow() {
+        pairing.openUntilMillis = 0
+        for offer in pairing.waiting {
+            if let decision = pairing.sessions[offer.session]?.decision {
+                pairing.sessions[offer.session]?.decision = nil
+                decision.resume(returning: false)
+            } else {
+                pairing.sessions[offer.session]?.decided = false
+            }
+        }
+        pairing.waiting.removeAll()
     }
 
     /// `pair`: connects to a device that has pairing open and returns the code to compare.
@@ -285,7 +319,8 @@ extension Daemon {
 
     nonisolated func respondToPairing(over channel: SecureChannel) throws(HandoffError) {
         // The handshake was answered only because pairing was open; take the session now or refuse.
-        guard let id = waitFor({ await self.acceptPairingRequest() }) else {
+        let host = StreamListener.sourceKey(channel.connection.remoteHost ?? channel.connection.remote)
+        guard let id = waitFor({ await self.acceptPairingRequest(from: host) }) else {
             try channel.send(.refusal(.init(code: .trust, message: "pairing is not open here")))
             return
         }
@@ -360,16 +395,14 @@ extension Daemon {
 
     // MARK: - Session bookkeeping (on the actor)
 
-    /// A device asked to pair: take the first waiting `pairListen`, or refuse
-    /// (pairing closed, or another device is pairing with this host right now).
-    func acceptPairingRequest() -> Int? {
-        guard pairing.responding == nil, isPairingOpen(),
-              let (listenerID, _) = pairing.listeners.min(by: { $0.key < $1.key }) else { return nil }
+    /// A device asked to pair: a session of its own while pairing is open and the
+    /// bounds allow it (one per address, a few in all), else nil (refused).
+    func acceptPairingRequest(from host: String) -> Int? {
+        guard pairingAvailability(host: host) == .open else { return nil }
         pairing.nextSession += 1
         let id = pairing.nextSession
-        pairing.sessions[id] = PairingState.Session(ready: pairing.listeners.removeValue(forKey: listenerID))
-        pairing.responding = id
-        if pairing.listeners.isEmpty { pairing.openUntilMillis = 0 }
+        pairing.sessions[id] = PairingState.Session()
+        pairing.responding[id] = host
         return id
     }
 
@@ -396,12 +429,22 @@ extension Daemon {
         trustChanged()
     }
 
-    /// The code is known: hand it to the waiting request, then wait for the user's answer.
+    /// The code is known: hand it to the waiting request (a responder's goes to the next
+    /// `pairListen`, now or when one comes), then wait for the user's answer.
     func pairingReady(_ offer: PairingState.Offer) async -> Bool {
         guard var session = pairing.sessions[offer.session] else { return false }
         session.peer = offer
-        session.ready?.resume(returning: .success(offer))
-        session.ready = nil
+        if let ready = session.ready {
+            ready.resume(returning: .success(offer))
+            session.ready = nil
+        } else if pairing.responding[offer.session] != nil {
+            if let (listenerID, listener) = pairing.listeners.min(by: { $0.key < $1.key }) {
+                pairing.listeners.removeValue(forKey: listenerID)
+                listener.resume(returning: .success(offer))
+            } else {
+                pairing.waiting.append(offer)
+            }
+        }
         if let decided = session.decided {
             pairing.sessions[offer.session] = session
             return decided
@@ -424,10 +467,13 @@ extension Daemon {
 
     /// Reports the outcome (both sides have stored on success) to whoever waits for it.
     func pairingEnded(_ id: Int, _ outcome: Result<PairingState.Offer, HandoffError>) {
-        if pairing.responding == id { pairing.responding = nil }
+        let wasResponding = pairing.responding.removeValue(forKey: id) != nil
+        pairing.waiting.removeAll { $0.session == id }
         switch outcome {
         case let .success(offer):
             log.info("paired with \(Ed25519.deviceID(of: offer.key))")
+            // The user paired the device they wanted: pairing closes for the others.
+            if wasResponding { closePairingWindow() }
             broadcast(.paired(peer: Ed25519.deviceID(of: offer.key).description, name: offer.name))
             trustChanged()
         case let .failure(error):

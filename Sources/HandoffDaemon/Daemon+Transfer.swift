@@ -15,7 +15,8 @@ extension Daemon {
         defer { connection.close() }
         try? connection.setTimeout(millis: configuration.transferTimeoutMillis)
         do throws(HandoffError) {
-            let channel = try SecureChannel.accept(connection, identity: identity) { hello in decide(hello) }
+            let source = StreamListener.sourceKey(connection.remoteHost ?? connection.remote)
+            let channel = try SecureChannel.accept(connection, identity: identity) { hello in decide(hello, from: source) }
             connection.setDeadline(millisFromNow: nil)
             // A paired device (or the one pairing now, which our user opened): never evicted for a stranger.
             connection.markProven()
@@ -34,9 +35,9 @@ extension Daemon {
 
     /// Which PSK answers a hello. A fetch must carry the hint of a device we
     /// paired with (or untrusted: it hears so, authenticated, after the
-    /// handshake); pairing is answered only while our user has it open and no
-    /// other device is pairing. Everyone else gets a refusal that names nothing.
-    private nonisolated func decide(_ hello: Handshake.Hello) -> SecureChannel.Decision {
+    /// handshake); pairing is answered only while our user has it open, within
+    /// its bounds (PairingState.availability). Everyone else gets a refusal that names nothing.
+    private nonisolated func decide(_ hello: Handshake.Hello, from source: String) -> SecureChannel.Decision {
         switch hello.purpose {
         case .fetch, .stream:
             // Computing the hints happens here, on the connection's thread, not on the actor.
@@ -47,10 +48,10 @@ extension Daemon {
             }
             return .answer(psk: match.secrets.handshakePSK, expectedClient: match.key)
         case .pair:
-            switch waitFor({ await self.pairingAvailability() }) {
+            switch waitFor({ await self.pairingAvailability(host: source) }) {
             case .open: return .answer(psk: Handshake.openPSK, expectedClient: nil)
             case .closed: return .refuse(.init(code: .trust, message: "pairing is not open here"))
-            case .busy: return .refuse(.init(code: .trust, message: "another device is pairing here right now"))
+            case .busy: return .refuse(.init(code: .trust, message: "too many devices are pairing here right now"))
             }
         }
     }

@@ -67,7 +67,7 @@ public final class StreamListener: Sendable {
     }
 
     /// One spelling per address: an IPv4 client of the dual-stack socket is "::ffff:a.b.c.d".
-    static func sourceKey(_ host: String) -> String {
+    public static func sourceKey(_ host: String) -> String {
         host.hasPrefix("::ffff:") && host.contains(".") ? String(host.dropFirst(7)) : host
     }
 

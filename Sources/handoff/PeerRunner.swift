@@ -226,20 +226,44 @@ struct Runner {
         }
         // Range checked by Commands.validate.
         let timeout = arguments.value("timeout").flatMap { Int64($0) } ?? 120
-        let offer: PairingOffer
         if let peer = arguments.positionals.first ?? arguments.value("address").map({ _ in "" }) {
-            offer = try client.pair(peer: peer.isEmpty ? nil : peer, address: arguments.value("address"))
-        } else {
-            if !wantsJSON { print("Pairing is open for \(timeout) s. On the other host run: handoff-peer pair \(try ownName())") }
-            fflush(nil)
-            offer = try client.pairListen(timeoutSeconds: timeout)
+            let offer = try client.pair(peer: peer.isEmpty ? nil : peer, address: arguments.value("address"))
+            return try confirm(offer, listening: false).exitCode
         }
+        if !wantsJSON { print("Pairing is open for \(timeout) s. On the other host run: handoff-peer pair \(try ownName())") }
+        fflush(nil)
+        // Several devices may ask while pairing is open (a stranger first, say): each is shown
+        // with its own code, and one that is declined or fails leaves pairing open for the next.
+        let deadline = monotonicSeconds() + timeout
+        while true {
+            let remaining = deadline - monotonicSeconds()
+            guard remaining > 0 else {
+                throw HandoffError(.timedOut, "No device paired within \(timeout) s.",
+                                   fix: "On the other host run 'handoff-peer pair \(try ownName())' while this one waits.")
+            }
+            let offer = try client.pairListen(timeoutSeconds: remaining)
+            let outcome = try confirm(offer, listening: true)
+            if outcome.paired || arguments.flag("yes") { return outcome.exitCode }
+            if !wantsJSON { print("Pairing stays open for \(max(0, deadline - monotonicSeconds())) s for another device.") }
+            fflush(nil)
+        }
+    }
+
+    private func monotonicSeconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec)
+    }
+
+    /// Shows the code, takes the user's answer and reports how pairing with this device ended.
+    private func confirm(_ offer: PairingOffer, listening: Bool) throws(HandoffError) -> (paired: Bool, exitCode: Int32) {
         let code = offer.code
         let name = safe(offer.name)
         let shown = String(code.prefix(3)) + " " + String(code.dropFirst(3))
         if !wantsJSON {
-            print("Pairing with \(name) (\(offer.peer)).")
+            print(listening ? "\(name) (\(offer.peer)) asks to pair." : "Pairing with \(name) (\(offer.peer)).")
             print("Both screens must show the same code:  \(shown)")
+            fflush(nil)  // before waiting for the other side: a script reading this sees the code now
         }
         let accept: Bool
         if arguments.flag("yes") {
@@ -256,11 +280,13 @@ struct Runner {
         do {
             result = try client.pairConfirm(session: offer.session, accept: accept)
         } catch where error.code != .daemonUnavailable {
-            if wantsJSON {
-                print(JSONValue.object(["paired": false, "code": .string(code), "error": error.json]).prettyPrinted())
+            // Listening, the next device may still pair: only the last outcome is printed as JSON.
+            if wantsJSON && (!listening || arguments.flag("yes")) {
+                print(JSONValue.object(["paired": false, "code": .string(code), "peer": .string(offer.peer),
+                                        "error": error.json]).prettyPrinted())
             }
-            printError("Not paired (\(error.code.rawValue)): \(error.message)\nFix: \(error.fix)")
-            return ExitCode.failure
+            printError("Not paired with \(name) (\(error.code.rawValue)): \(error.message)\nFix: \(error.fix)")
+            return (false, ExitCode.failure)
         }
         if wantsJSON {
             print(JSONValue.object(["paired": true, "code": .string(code), "peer": .string(result.peer),
@@ -268,7 +294,7 @@ struct Runner {
         } else {
             print("Paired with \(name) (\(result.peer)).")
         }
-        return 0
+        return (true, 0)
     }
 
     private func doctor() throws(HandoffError) -> Int32 {

@@ -57,8 +57,8 @@ private struct PairingRun {
         let aIdentity = await run.a.daemon.identity, bIdentity = await run.b.daemon.identity
         // Each screen shows the other's key (its device id).
         #expect(run.offerA.key == bIdentity.publicKey && run.offerB.key == aIdentity.publicKey)
-        // While b pairs with a, a third device is refused, before a says who it is.
-        let (third, responder) = try connectedPair()
+        // While b pairs with a, a third device from b's address is refused, before a says who it is.
+        let (third, responder) = try connectedPair("third", "pairing responder")
         let servedThird = run.a.serve(responder)
         let stranger = try Identity(seed: [UInt8](repeating: 0x45, count: 32))
         let refused = await onOwnThread {
@@ -70,7 +70,7 @@ private struct PairingRun {
             Issue.record("a second device got a pairing handshake")
             return
         }
-        #expect(busy.message == "alpha refused: another device is pairing here right now.")
+        #expect(busy.message == "alpha refused: too many devices are pairing here right now.")
         let (confirmedA, confirmedB) = await run.confirmBoth()
         #expect(try confirmedA.get().name == "beta")
         #expect(try confirmedB.get().name == "alpha")
@@ -88,6 +88,56 @@ private struct PairingRun {
         // Each recognises the other's tokens now.
         let token = DiscoveryToken.token(secret: bIdentity.discoverySecret(), epoch: 5)
         #expect(DiscoveryToken.match(token, among: await run.a.daemon.trustedDiscoverySecrets(), epoch: 5) == bIdentity.publicKey)
+    }
+
+    /// Round two, 2: a stranger that asks first no longer takes the only session and closes
+    /// pairing. It is shown with its own code and key; declined, the window stays open, and the
+    /// device that asked meanwhile is shown next and pairs.
+    @Test func aStrangerWhoAsksFirstIsDeclinedAndTheRealDevicePairsInTheSameWindow() async throws {
+        let a = try TestDaemon(name: "alpha"), stranger = try TestDaemon(name: "mallory"), b = try TestDaemon(name: "beta")
+        defer { a.remove(); stranger.remove(); b.remove() }
+        let aKey = await a.daemon.identity.publicKey
+        let listening = Task { await a.daemon.listenForPairing(seconds: 30) }
+        while await !a.daemon.isPairingOpen() { try await Task.sleep(for: .milliseconds(5)) }
+
+        func ask(_ who: TestDaemon, from address: String) async throws -> (Result<PairingState.Offer, HandoffError>, Started<Void>) {
+            let (client, server) = try connectedPair("alpha", address)
+            let served = a.serve(server)
+            let identity = await who.daemon.identity
+            let offer = await who.daemon.pair(named: "alpha", expecting: aKey) { () throws(HandoffError) in
+                try SecureChannel.connect(client, identity: identity, purpose: .pair, secrets: nil)
+            }
+            return (offer, served)
+        }
+        let (strangerOffer, strangerServed) = try await ask(stranger, from: "169.254.9.9")
+        let shownFirst = try await listening.value.get()
+        #expect(shownFirst.key == (await stranger.daemon.identity.publicKey))
+        #expect(shownFirst.name == "mallory")
+        // The real device asks while the stranger's code is on the screen: it waits its turn.
+        let (bOffer, bServed) = try await ask(b, from: "169.254.2.2")
+        let offerB = try bOffer.get()
+
+        let strangerSession = try strangerOffer.get().session
+        async let declined = a.daemon.confirmPairing(session: shownFirst.session, accept: false)
+        async let strangerSide = stranger.daemon.confirmPairing(session: strangerSession, accept: true)
+        let (here, there) = await (declined, strangerSide)
+        await strangerServed.value
+        #expect(throws: HandoffError.self) { try here.get() }
+        #expect(throws: HandoffError.self) { try there.get() }
+        #expect(await a.daemon.isPairingOpen())
+
+        let shownNext = try await a.daemon.listenForPairing(seconds: 30).get()
+        #expect(shownNext.key == (await b.daemon.identity.publicKey))
+        #expect(shownNext.code == offerB.code)
+        async let pairedHere = a.daemon.confirmPairing(session: shownNext.session, accept: true)
+        async let pairedThere = b.daemon.confirmPairing(session: offerB.session, accept: true)
+        let (okHere, okThere) = await (pairedHere, pairedThere)
+        await bServed.value
+        #expect(try okHere.get().name == "beta")
+        #expect(try okThere.get().name == "alpha")
+        #expect(Set(await a.daemon.trust.entries.keys) == [await b.daemon.identity.publicKey])
+        // Paired with the device the user wanted: pairing closes for everyone else.
+        #expect(await !a.daemon.isPairingOpen())
     }
 
     /// One side cannot write its trust store: the other, which could, rolls back.
@@ -125,6 +175,22 @@ private struct PairingRun {
         }
         #expect(error.code == .trust)
         #expect(error.message.contains("is not the alpha whose pairing beacon"))
+    }
+}
+
+/// Who may start a pairing handshake while pairing is open: one session per address, a few in all.
+@Suite struct PairingAdmissionTests {
+    @Test func oneSessionPerAddressAndAFewInAll() {
+        var state = PairingState()
+        #expect(state.availability(host: "169.254.1.1", open: false) == .closed)
+        #expect(state.availability(host: "169.254.1.1", open: true) == .open)
+        state.responding[1] = "169.254.1.1"
+        #expect(state.availability(host: "169.254.1.1", open: true) == .busy)
+        #expect(state.availability(host: "169.254.1.2", open: true) == .open)
+        for session in 2...PairingState.maximumCandidates { state.responding[session] = "169.254.1.\(session + 1)" }
+        #expect(state.availability(host: "169.254.7.7", open: true) == .busy)
+        state.responding.removeValue(forKey: 2)
+        #expect(state.availability(host: "169.254.7.7", open: true) == .open)
     }
 }
 

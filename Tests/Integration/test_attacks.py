@@ -11,7 +11,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import LAB, lab, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
+from harness import LAB, lab, listed, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ATTACKER = os.path.join(HERE, "attacker.py")
@@ -59,7 +59,7 @@ class Attacks(unittest.TestCase):
     def setUpClass(cls):
         require_root()
         lab("down")
-        lab("up", "laptop-a", "laptop-b", "attacker")
+        lab("up", "laptop-a", "laptop-b", "laptop-c", "attacker")
         for host in ("laptop-a", "laptop-b"):
             lab("start", host, *DAEMON_ARGS)
         lab("pair-all", "laptop-a", "laptop-b", timeout=90)
@@ -194,6 +194,73 @@ class Attacks(unittest.TestCase):
         finally:
             for source in sources:
                 lab("exec", "attacker", "ip", "addr", "del", f"{source}/16", "dev", "eth0", check=False)
+
+    def test_4c_a_stranger_polling_pairing_cannot_take_the_window(self):
+        """Round two, 2: a stranger polling with pairing hellos 5 times a second took the only pairing
+        session, so the real laptop was told "pairing is not open here". Now every device that asks is
+        a candidate with its own code (one per address); b's user compares codes with c's screen,
+        declines the stranger, and pairs with c in the same window, 5 times of 5."""
+        lab("start", "attacker", *DAEMON_ARGS)
+        lab("start", "laptop-c", *DAEMON_ARGS)
+        b_id = peer_json("laptop-b", "id")["deviceId"]
+        c_id = peer_json("laptop-c", "id")["deviceId"]
+        stranger_id = peer_json("attacker", "id")["deviceId"]
+        # The stranger: handoffd's own tool in a loop, 5 tries a second, confirming whatever it sees.
+        poll = subprocess.Popen([LAB, "exec", "attacker", "sh", "-c",
+                                 f"while :; do handoff-peer pair --address {self.b_address} --yes --json; sleep 0.2; done"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        paired, strangers_shown = 0, 0
+        try:
+            for _ in range(5):
+                listener = subprocess.Popen([LAB, "peer", "laptop-b", "pair", "--timeout", "60"], stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+                lines = iter(listener.stdout.readline, "")
+                next(line for line in lines if line.startswith("Pairing is open"))
+                time.sleep(0.5)  # the stranger, polling, asks first
+                initiator = None
+                for _ in range(50):  # c is refused until b's handshake slot for c is free: retry as the lab does
+                    initiator = subprocess.Popen([LAB, "peer", "laptop-c", "pair", "--address", self.b_address, "--yes"],
+                                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+                    c_lines = iter(initiator.stdout.readline, "")
+                    c_code = next((line.split(":", 1)[1].strip() for line in c_lines if line.startswith("Both screens")), None)
+                    if c_code:
+                        break
+                    initiator.wait(timeout=30)
+                    initiator.stdout.close()
+                    time.sleep(0.1)
+                self.assertTrue(c_code, "c never reached b's pairing")
+                # b's user: each device that asks is shown with its code; pair only the one c's screen shows.
+                while True:
+                    asking = next(line for line in lines if line.endswith("asks to pair.\n"))
+                    code = next(line for line in lines if line.startswith("Both screens")).split(":", 1)[1].strip()
+                    if code == c_code:
+                        self.assertIn(c_id, asking)
+                        listener.stdin.write("y\n")
+                        listener.stdin.flush()
+                        break
+                    self.assertIn(stranger_id, asking, "a device other than c or the stranger asked")
+                    strangers_shown += 1
+                    listener.stdin.write("n\n")
+                    listener.stdin.flush()
+                self.assertEqual(initiator.wait(timeout=60), 0, "c did not pair with b")
+                initiator.stdout.close()
+                rest = "".join(lines)
+                listener.stdout.close()
+                listener.stdin.close()
+                self.assertEqual(listener.wait(timeout=30), 0, rest)
+                paired += 1
+                peer("laptop-b", "untrust", c_id)
+                peer("laptop-c", "untrust", b_id)
+        finally:
+            os.killpg(poll.pid, 9)
+            poll.wait()
+            lab("stop", "attacker", check=False)
+            lab("stop", "laptop-c", check=False)
+        figure("pairing.realPairings", f"{paired}/5")
+        figure("pairing.strangerCandidatesDeclined", strangers_shown)
+        self.assertEqual(paired, 5)
+        self.assertGreater(strangers_shown, 0, "the stranger never reached b's pairing: the test did not attack")
+        self.assertFalse(listed("laptop-b", "attacker"), "b paired with the stranger")
 
     def test_5_sigterm_with_stuck_subscribers_still_says_goodbye(self):
         """Finding 7: a subscriber that does not read blocked shutdown (no goodbye, signal ignored)."""
