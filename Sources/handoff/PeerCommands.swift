@@ -43,8 +43,8 @@ enum Commands {
                     options: [
                         .init("address", value: "HOST[:PORT]", help: "Connect to this address instead of looking for the host's pairing announcement."),
                         .init("list", help: "Only list the devices that have pairing open now."),
-                        .init("code", value: "CODE", help: "Confirm only if the code is this one (for scripts: read it on the other screen)."),
-                        .init("yes", help: "Confirm without asking (for scripts and tests)."),
+                        .init("code", value: "CODE", help: "Confirm only if the code is this one (for scripts: read it on the other screen); the waiting host declines any other device and waits for the next."),
+                        .init("yes", help: "Confirm the first device without asking (for scripts and tests)."),
                         .init("timeout", value: "SECONDS", help: "How long the waiting host keeps pairing open (default 120)."),
                         json,
                     ],
