@@ -232,6 +232,10 @@ extension Activity {
 /// but not built: what the daemon needs to route a continuation without holding
 /// a second, decoded copy of a large payload.
 public struct ActivityHeader: Equatable, Sendable {
+    public func isExpired(nowMillis: UInt64) -> Bool {
+        expiresAtMillis.map { $0 <= nowMillis } ?? false
+    }
+
     public var type: String
     public var title: String
     public var targetContentIdentifier: String?

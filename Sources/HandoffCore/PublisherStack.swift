@@ -30,6 +30,15 @@ public struct PublisherStack<Item: Sendable>: Sendable {
 
     public func entry(of publisher: String) -> Entry? { entries.first { $0.publisher == publisher } }
 
+    /// Changes `publisher`'s item in place (the daemon writes a new sequence into its payload
+    /// without copying it); false when the publisher has no entry.
+    @discardableResult
+    public mutating func update(_ publisher: String, _ body: (inout Item) -> Void) -> Bool {
+        guard let index = entries.firstIndex(where: { $0.publisher == publisher }) else { return false }
+        body(&entries[index].item)
+        return true
+    }
+
     /// `item` becomes `publisher`'s activity and the current one.
     public mutating func publish(_ item: Item, by publisher: String) {
         entries.removeAll { $0.publisher == publisher }

@@ -80,7 +80,7 @@ extension Daemon {
 
     /// A publish by descriptor: adopts the sealed memfd (its size checked before it
     /// is mapped) and decodes the activity, on the client's thread, not the actor's.
-    nonisolated static func publishedPayload(_ request: Request, connection: StreamConnection) throws(HandoffError) -> Activity? {
+    nonisolated static func publishedPayload(_ request: Request, connection: StreamConnection) throws(HandoffError) -> EncodedActivity? {
         guard case .publish(.descriptor, _) = request else { return nil }
         let descriptor: Int32
         do {
@@ -98,7 +98,8 @@ extension Daemon {
             throw .invalidRequest("The payload descriptor is not usable: \(error). It must be a sealed memfd (Docs/LOCAL-API.md).")
         }
         do {
-            return try Activity(payload: Array(buffer.bytes))
+            // One copy, checked in place: the userInfo is never decoded (the daemon keeps the payload only).
+            return try EncodedActivity(payload: Array(buffer.bytes))
         } catch {
             // The decoder's own errors are about a received payload; here the caller made it.
             throw HandoffError(.invalidActivity, "The published payload is not an activity: \(error.message)",
@@ -108,7 +109,7 @@ extension Daemon {
 
     /// Never throws: a bad request gets an error and changes nothing. nil when
     /// the reply was already sent (subscribe).
-    func handle(_ request: Request, payloadActivity: Activity?, id: JSONValue?,
+    func handle(_ request: Request, payloadActivity: EncodedActivity?, id: JSONValue?,
                 connection: StreamConnection) async -> Result<LocalReply, HandoffError>? {
         do throws(HandoffError) {
             guard let result = try await perform(request, payloadActivity: payloadActivity, id: id, connection: connection) else { return nil }
@@ -119,7 +120,7 @@ extension Daemon {
     }
 
     /// The dispatch table: one handler per request case (exhaustive, so a new op cannot go unhandled).
-    private func perform(_ request: Request, payloadActivity: Activity?, id: JSONValue?,
+    private func perform(_ request: Request, payloadActivity: EncodedActivity?, id: JSONValue?,
                          connection: StreamConnection) async throws(HandoffError) -> LocalReply? {
         func plain(_ result: JSONValue) -> LocalReply { LocalReply(result: result) }
         switch request {
@@ -169,25 +170,25 @@ extension Daemon {
         }
     }
 
-    private func publishRequest(_ body: Request.PublishBody, payloadActivity: Activity?, publisher: String) throws(HandoffError) -> JSONValue {
-        let activity: Activity
+    private func publishRequest(_ body: Request.PublishBody, payloadActivity: EncodedActivity?, publisher: String) throws(HandoffError) -> JSONValue {
         switch body {
-        case let .json(decoded): activity = decoded
+        case let .json(decoded):
+            try requireEnabledToOffer()
+            return publishResult(try publish(decoded, by: publisher)).json
         case .descriptor:
             guard let payloadActivity else { throw .invalidRequest("The publish's payload descriptor was not read.") }
-            activity = payloadActivity
+            try requireEnabledToOffer()
+            return publishResult(try publish(encoded: payloadActivity, by: publisher)).json
         }
-        try requireEnabledToOffer()
-        return publishResult(try publish(activity, by: publisher)).json
     }
 
     private func becomeCurrentRequest(_ publisher: String) throws(HandoffError) -> JSONValue {
-        guard let activity = publishers.entry(of: publisher)?.item else {
+        guard let encoded = publishers.entry(of: publisher)?.item else {
             throw HandoffError(.notFound, "There is no activity of '\(publisher)' to make current again.",
                                fix: "Publish the activity instead.")
         }
         try requireEnabledToOffer()
-        return publishResult(try publish(activity, by: publisher)).json
+        return publishResult(try publish(encoded: encoded, by: publisher)).json
     }
 
     /// Only the named publisher's activity stops; if it was current, the one offered before it
@@ -278,7 +279,7 @@ extension Daemon {
     }
 
     private func publishResult(_ entry: PublishedActivity) -> PublishReceipt {
-        let userInfoBytes = entry.activity.encodedUserInfoSize
+        let userInfoBytes = entry.activity.userInfoBytes
         var warnings: [String] = []
         if userInfoBytes > ActivityLimits.recommendedUserInfoBytes {
             warnings.append("userInfo is \(userInfoBytes) bytes, above Apple's 3 KB guidance; it still transfers, but keep activities small.")

@@ -25,7 +25,7 @@ public actor Daemon {
     var streams = ContinuationStreams()
     /// The activity after `resign`, kept so `becomeCurrent` can offer it again.
     /// Every publisher's activity; the current one is `published` (PublisherStack's rule).
-    var publishers = PublisherStack<Activity>()
+    var publishers = PublisherStack<EncodedActivity>()
     var lastActivitySequence: UInt64 = 0
     var announceSequence: UInt64
     /// What of the replay protection is on disk (ReplayState), to save only what changed.
@@ -91,9 +91,11 @@ public actor Daemon {
 
     /// The current offer with everything needed to serve it.
     struct PublishedActivity {
-        var activity: Activity
-        var payload: [UInt8]
+        /// The payload, shared with the publisher's entry: kept once.
+        var encoded: EncodedActivity
         var summary: SignedSummary
+        var activity: ActivityHeader { encoded.header }
+        var payload: [UInt8] { encoded.payload }
         /// Which publisher's entry this is, and its generation (PublisherStack.Entry).
         var publisher: String
         var generation: UInt64
@@ -561,8 +563,14 @@ public actor Daemon {
     /// Makes `activity` `publisher`'s and the current one (the most recent wins), with a
     /// fresh sequence and signed summary. An invalid activity changes nothing.
     @discardableResult
-    func publish(_ input: Activity, by publisher: String = Daemon.defaultPublisher) throws(HandoffError) -> PublishedActivity {
-        try input.validate()
+    func publish(_ activity: Activity, by publisher: String = Daemon.defaultPublisher) throws(HandoffError) -> PublishedActivity {
+        try activity.validate()
+        return try publish(encoded: try EncodedActivity(activity), by: publisher)
+    }
+
+    /// The same for an activity that is already encoded (and checked: EncodedActivity scans it).
+    @discardableResult
+    func publish(encoded input: EncodedActivity, by publisher: String) throws(HandoffError) -> PublishedActivity {
         if input.isExpired(nowMillis: wallClockMillis()) {
             throw HandoffError.invalidActivity("The activity has already expired.", fix: "Give an expiration in the future.")
         }
@@ -605,29 +613,31 @@ public actor Daemon {
 
     /// Puts one publisher's entry on the air: sequence, payload, signed summary, announcement.
     @discardableResult
-    private func offer(_ entry: PublisherStack<Activity>.Entry) throws(HandoffError) -> PublishedActivity {
-        var activity = entry.item
+    private func offer(_ entry: PublisherStack<EncodedActivity>.Entry) throws(HandoffError) -> PublishedActivity {
         let now = wallClockMillis()
         lastActivitySequence = max(lastActivitySequence + 1, now)
         reserveSequence(lastActivitySequence)
-        activity.sequence = lastActivitySequence
-        let payload = activity.encodedPayload()
+        // In the publisher's own entry, so the payload stays one copy (unless a fetch still sends the old one).
+        let sequence = lastActivitySequence
+        publishers.update(entry.publisher) { $0.sequence = sequence }
+        let encoded = publishers.entry(of: entry.publisher)?.item ?? entry.item
+        let payload = encoded.payload
         let summary = Summary(senderKey: identity.publicKey, senderName: configuration.name,
-                              activityType: activity.type, title: activity.title,
+                              activityType: encoded.type, title: encoded.header.title,
                               payloadSize: UInt32(payload.count), payloadDigest: Blake2b.digest(payload),
-                              sequence: activity.sequence, timestampMillis: now,
-                              expiresAtMillis: activity.expiresAtMillis ?? now + configuration.summaryLifetimeMillis)
+                              sequence: encoded.sequence, timestampMillis: now,
+                              expiresAtMillis: encoded.expiresAtMillis ?? now + configuration.summaryLifetimeMillis)
         let signed: SignedSummary
         do {
             signed = try summary.signed(by: identity)
         } catch {
             throw HandoffError.invalidActivity("The summary cannot be encoded: \(error).", fix: "Shorten the title or type.")
         }
-        let published = PublishedActivity(activity: activity, payload: payload, summary: signed,
+        let published = PublishedActivity(encoded: encoded, summary: signed,
                                           publisher: entry.publisher, generation: entry.generation)
         self.published = published
         offerInvalidated = false
-        log.info("published activity of type \(activity.type) from \(entry.publisher), sequence \(activity.sequence), \(payload.count) bytes")
+        log.info("published activity of type \(encoded.type) from \(entry.publisher), sequence \(sequence), \(payload.count) bytes")
         announce()
         return published
     }
