@@ -17,7 +17,9 @@ import HandoffTransport
 /// created with AVAHI_CLIENT_NO_FAIL, so it waits while avahi-daemon is absent;
 /// services are registered only in S_RUNNING and withdrawn in S_COLLISION and
 /// S_REGISTERING; a disconnect frees the client and makes a new one; an entry
-/// group collision picks Avahi's alternative name.
+/// group collision picks Avahi's alternative name. Each registration is a fresh
+/// entry group, paced by `RegistrationPacer` (avahi holds a group committed too
+/// often for minutes to hours; a registration it never confirms is made again).
 public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
     public let name = "mdns"
     private let servicePort: UInt16
@@ -38,6 +40,9 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
     private var group: OpaquePointer?
     private var browser: OpaquePointer?
     private var retryTimer: OpaquePointer?
+    /// The pacer's one timer: the next commit it allows, or its watchdog.
+    private var pacingTimer: OpaquePointer?
+    private var pacer = RegistrationPacer()
     private var record: ServiceRecord?
     /// The name actually registered: the record's, or an alternative after a collision.
     private var registeredName: String?
@@ -97,6 +102,8 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
         // The loop has stopped, so no callback runs concurrently with the frees below.
         if let retryTimer { handoff_avahi_timeout_free(avahi_threaded_poll_get(poll), retryTimer) }
         retryTimer = nil
+        if let pacingTimer { handoff_avahi_timeout_free(avahi_threaded_poll_get(poll), pacingTimer) }
+        pacingTimer = nil
         if let client { avahi_client_free(client) } // frees the group, browser and resolvers too
         client = nil
         group = nil
@@ -154,7 +161,8 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
             browse()
         case AVAHI_CLIENT_S_COLLISION, AVAHI_CLIENT_S_REGISTERING:
             // The host name is being (re)established: withdraw until S_RUNNING.
-            if let group { avahi_entry_group_reset(group) }
+            freeGroup()
+            pacer.withdrawn()
             setState("avahi-daemon is registering its host name; waiting", available: true, published: .some(nil))
         case AVAHI_CLIENT_CONNECTING:
             setState("unavailable: avahi-daemon is not running; waiting for it", available: false, published: .some(nil))
@@ -163,6 +171,7 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
             // Freeing the client frees its group and browser: forget them first.
             group = nil
             browser = nil
+            pacer.withdrawn()
             avahi_client_free(changed)
             client = nil
             if error == AVAHI_ERR_DISCONNECTED {
@@ -181,19 +190,55 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
 
     // MARK: - Publishing
 
+    /// The record (or the registered name) changed: the pacer says when to commit it.
     private func register() {
         guard let client, avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING else { return }
-        if group == nil {
-            let context = Unmanaged.passUnretained(self).toOpaque()
-            group = avahi_entry_group_new(client, groupTrampoline, context)
-        }
-        guard let group else {
-            setState("error: cannot create an entry group: \(String(cString: avahi_strerror(avahi_client_errno(client))))")
+        guard record != nil, registeredName != nil else {
+            freeGroup()
+            pacer.withdrawn()
+            setState("browsing; not publishing", published: .some(nil))
             return
         }
-        avahi_entry_group_reset(group)
-        guard let record, let name = registeredName else {
-            setState("browsing; not publishing", published: .some(nil))
+        perform(pacer.changed(nowMillis: monotonicMillis()))
+    }
+
+    private func perform(_ action: RegistrationPacer.Action) {
+        guard let poll else { return }
+        if let pacingTimer { handoff_avahi_timeout_free(avahi_threaded_poll_get(poll), pacingTimer) }
+        pacingTimer = nil
+        switch action {
+        case .commit:
+            commit()
+            // The watchdog's time, from the pacer.
+            perform(pacer.timerFired(nowMillis: monotonicMillis()))
+        case let .wait(until):
+            let delay = until &- monotonicMillis()
+            var when = timeval()
+            gettimeofday(&when, nil)
+            let micros = Int(when.tv_usec) + Int(min(delay, 3_600_000) % 1000) * 1000
+            when.tv_sec += Int(min(delay, 3_600_000) / 1000) + micros / 1_000_000
+            when.tv_usec = micros % 1_000_000
+            let context = Unmanaged.passUnretained(self).toOpaque()
+            pacingTimer = handoff_avahi_timeout_new(avahi_threaded_poll_get(poll), &when, pacingTrampoline, context)
+        case .idle:
+            break
+        }
+    }
+
+    fileprivate func pacingTimerFired() {
+        perform(pacer.timerFired(nowMillis: monotonicMillis()))
+    }
+
+    /// Registers the record in a fresh entry group (freeing the old one withdraws what it held):
+    /// a new group starts without the hold-off avahi piles onto a group committed often.
+    private func commit() {
+        guard let client, avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING,
+              let record, let name = registeredName else { return }
+        freeGroup()
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        group = avahi_entry_group_new(client, groupTrampoline, context)
+        guard let group else {
+            setState("error: cannot create an entry group: \(String(cString: avahi_strerror(avahi_client_errno(client))))")
             return
         }
         var list: UnsafeMutablePointer<AvahiStringList>?
@@ -213,6 +258,11 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
         }
     }
 
+    private func freeGroup() {
+        if let group { avahi_entry_group_free(group) }
+        group = nil
+    }
+
     private func renameAfterCollision() {
         guard let current = registeredName, let alternative = avahi_alternative_service_name(current) else { return }
         registeredName = String(cString: alternative)
@@ -221,9 +271,12 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
     }
 
     fileprivate func groupChanged(_ changed: OpaquePointer, _ groupState: AvahiEntryGroupState) {
+        // Only the current group's news counts (a freed one says nothing more, but be sure).
+        guard group == nil || group == changed else { return }
         group = changed
         switch groupState {
         case AVAHI_ENTRY_GROUP_ESTABLISHED:
+            pacer.established()
             setState("published \(registeredName ?? "?").\(ServiceRecord.serviceType) port \(servicePort); browsing",
                      available: true, published: .some(registeredName))
         case AVAHI_ENTRY_GROUP_COLLISION:
@@ -304,6 +357,10 @@ private let groupTrampoline: AvahiEntryGroupCallback = { group, state, userdata 
 
 private let retryTrampoline: AvahiTimeoutCallback = { _, userdata in
     owner(userdata)?.retry()
+}
+
+private let pacingTrampoline: AvahiTimeoutCallback = { _, userdata in
+    owner(userdata)?.pacingTimerFired()
 }
 
 private let browserTrampoline: AvahiServiceBrowserCallback = { _, interface, proto, event, name, type, domain, flags, userdata in

@@ -152,6 +152,26 @@ class MDNS(unittest.TestCase):
             lab("exec", "laptop-c", "pkill", "-x", "avahi-publish", check=False)
             squatter.wait(timeout=10)
 
+    def test_6_a_burst_of_enable_and_disable_does_not_hold_the_registration(self):
+        """Round two, 6: after 1,400 enable/disable toggles avahi kept the entry group "registering"
+        for 40 s and more (it adds a hold-off at every commit of a group, 60 s each from the 15th);
+        handoffd now commits fresh groups at most once a second, with a watchdog."""
+        socket_path = lab("exec", "laptop-a", "sh", "-c", "echo $HANDOFF_SOCKET").stdout.strip()
+        toggle = (
+            "import json, socket, sys\n"
+            "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile('rwb')\n"
+            "for n in range(1400):\n"
+            "    for op in ('disable', 'enable'):\n"
+            "        f.write((json.dumps({'id': n, 'op': op}) + '\\n').encode()); f.flush(); json.loads(f.readline())\n")
+        lab("exec", "laptop-a", "python3", "-c", toggle, socket_path, timeout=120)
+        started = time.monotonic()
+        wait_until("a to publish again", lambda: mdns_status("laptop-a")["state"].startswith("published"), timeout=5, interval=0.1)
+        print(f"\n  published again {time.monotonic() - started:.2f} s after 1,400 enable/disable toggles (bound 5 s)")
+        # Its own name again (after test 5 it had carried a collision's alternative; the squatter is gone).
+        instance = mdns_status("laptop-a")["instance"]
+        self.assertTrue(instance)
+        wait_until("avahi-browse on b to resolve a again", lambda: any(s["instance"] == instance for s in browse("laptop-b")))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
