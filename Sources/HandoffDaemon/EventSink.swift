@@ -6,8 +6,8 @@ import HandoffCore
 import HandoffTransport
 import Synchronization
 
-/// One subscriber's event stream. Writes happen on the sink's own serial queue
-/// so a subscriber that stops reading never blocks the daemon; one that falls
+/// One subscriber's event stream. Writes happen on the sink's own thread
+/// ("events", a SerialWorker) so a subscriber that stops reading never blocks the daemon; one that falls
 /// too far behind, or whose socket stays full for `sendTimeoutMillis`, is
 /// disconnected. Disconnecting shuts the socket down for every thread that
 /// uses it; its descriptor number is released only when the last of them is
@@ -15,7 +15,7 @@ import Synchronization
 final class EventSink: Sendable {
     static let maximumBacklog = 1024
     let connection: StreamConnection
-    private let queue = DispatchQueue(label: "handoffd.event-sink")
+    private let queue = SerialWorker(name: "events")
     private let backlog = Atomic<Int>(0)
     /// Set by `subscribe` or `declare` with `payloads`: the app takes its continuations' payloads by descriptor.
     private let payloads: Atomic<Bool>
@@ -61,12 +61,10 @@ final class EventSink: Sendable {
     /// `millis`, then ends every connection whether or not its subscriber read
     /// it. Blocks the calling thread, never an actor.
     static func finish(_ sinks: [EventSink], withinMillis millis: Int) {
-        let group = DispatchGroup()
-        for sink in sinks {
-            group.enter()
-            sink.queue.async { group.leave() }
-        }
-        _ = group.wait(timeout: .now() + .milliseconds(millis))
+        let drained = DispatchSemaphore(value: 0)
+        for sink in sinks { sink.queue.async { drained.signal() } }
+        let deadline = DispatchTime.now() + .milliseconds(millis)
+        for _ in sinks where drained.wait(timeout: deadline) == .timedOut { break }
         for sink in sinks { sink.connection.close() }
     }
 }

@@ -43,6 +43,7 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
     /// The pacer's one timer: the next commit it allows, or its watchdog.
     private var pacingTimer: OpaquePointer?
     private var pacer = RegistrationPacer()
+    private var namingTimer: OpaquePointer?
     private var record: ServiceRecord?
     /// The name actually registered: the record's, or an alternative after a collision.
     private var registeredName: String?
@@ -76,7 +77,14 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
         }
         self.poll = poll
         self.observer = observer
-        withAvahiLock { connect() }
+        withAvahiLock {
+            connect()
+            // Avahi's thread names itself on its first turn, so /proc shows "avahi" (not its creator's name).
+            var now = timeval()
+            gettimeofday(&now, nil)
+            namingTimer = handoff_avahi_timeout_new(avahi_threaded_poll_get(poll), &now, namingTrampoline,
+                                                    Unmanaged.passUnretained(self).toOpaque())
+        }
         guard avahi_threaded_poll_start(poll) >= 0 else {
             throw HandoffError(.network, "Cannot start Avahi's event loop.", fix: "Check the system's thread limits.")
         }
@@ -104,6 +112,8 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
         retryTimer = nil
         if let pacingTimer { handoff_avahi_timeout_free(avahi_threaded_poll_get(poll), pacingTimer) }
         pacingTimer = nil
+        if let namingTimer { handoff_avahi_timeout_free(avahi_threaded_poll_get(poll), namingTimer) }
+        namingTimer = nil
         if let client { avahi_client_free(client) } // frees the group, browser and resolvers too
         client = nil
         group = nil
@@ -223,6 +233,12 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
         case .idle:
             break
         }
+    }
+
+    fileprivate func nameThread() {
+        Threads.setName("avahi")
+        if let poll, let namingTimer { handoff_avahi_timeout_free(avahi_threaded_poll_get(poll), namingTimer) }
+        namingTimer = nil
     }
 
     fileprivate func pacingTimerFired() {
@@ -361,6 +377,10 @@ private let retryTrampoline: AvahiTimeoutCallback = { _, userdata in
 
 private let pacingTrampoline: AvahiTimeoutCallback = { _, userdata in
     owner(userdata)?.pacingTimerFired()
+}
+
+private let namingTrampoline: AvahiTimeoutCallback = { _, userdata in
+    owner(userdata)?.nameThread()
 }
 
 private let browserTrampoline: AvahiServiceBrowserCallback = { _, interface, proto, event, name, type, domain, flags, userdata in

@@ -60,11 +60,17 @@ public final class EventExecutor: @unchecked Sendable {
 
     /// Makes this pool Swift concurrency's global executor for the process. Call once,
     /// first thing in `main`, before any Task runs; a process that does not stays on libdispatch.
-    public static func install() {
+    /// False (and nothing changed) when the runtime has no such hook, or when another
+    /// executor holds it already: that one keeps it.
+    @discardableResult
+    public static func install() -> Bool {
         typealias Original = @convention(thin) (UnownedJob) -> Void
         typealias Hook = @convention(thin) (UnownedJob, Original) -> Void
-        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "swift_task_enqueueGlobal_hook") else { return }
-        symbol.assumingMemoryBound(to: Hook?.self).pointee = { job, _ in EventExecutor.shared.enqueue(job) }
+        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "swift_task_enqueueGlobal_hook") else { return false }
+        let hook = symbol.assumingMemoryBound(to: Hook?.self)
+        guard hook.pointee == nil else { return false }
+        hook.pointee = { job, _ in EventExecutor.shared.enqueue(job) }
+        return true
     }
 
     func enqueue(_ job: UnownedJob) {

@@ -8,6 +8,14 @@ import HandoffTransport
 /// handoffd: the daemon, as a systemd user service runs it.
 enum DaemonProgram {
     static func main(_ commandLine: [String]) -> Never {
+        // Before any thread: SIGTERM and SIGINT are blocked in every thread (they inherit the
+        // mask) and taken by the main thread with sigwait, never in async-signal context.
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGTERM)
+        sigaddset(&stopSignals, SIGINT)
+        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+        signal(SIGPIPE, SIG_IGN)
         // Before any Task or thread: Swift concurrency runs on our threads, not libdispatch's
         // (EventExecutor says why), and malloc keeps few arenas.
         Malloc.configureForDaemon()
@@ -160,29 +168,8 @@ enum DaemonProgram {
             fail("\(error.message)\nFix: \(error.fix)", usage: false)
         }
 
-        // Signals arrive on a dispatch source, never in async-signal context.
-        signal(SIGTERM, SIG_IGN)
-        signal(SIGINT, SIG_IGN)
-        signal(SIGPIPE, SIG_IGN)
-        var signalSources: [DispatchSourceSignal] = []
-        for number in [SIGTERM, SIGINT] {
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
-            source.setEventHandler {
-                // However the shutdown goes, the process ends: a daemon that ignores
-                // SIGTERM would be killed without its goodbye anyway.
-                DispatchQueue.main.asyncAfter(deadline: .now() + .seconds(3)) { exit(0) }
-                Task.detached {
-                    let remaining = await daemon.shutdown()
-                    remaining.finish(withinMillis: 1000)
-                    exit(0)
-                }
-            }
-            source.resume()
-            signalSources.append(source)
-        }
-
-        // Top-level code stays synchronous so dispatchMain() owns the main thread;
-        // the daemon itself runs on Swift concurrency's executors.
+        // The daemon runs on Swift concurrency's executors (EventExecutor's threads);
+        // the main thread only takes the stop signals, which every other thread blocks.
         Task {
             do throws(HandoffError) {
                 try await daemon.start()
@@ -190,6 +177,17 @@ enum DaemonProgram {
                 fail("\(error.message)\nFix: \(error.fix)", usage: false)
             }
         }
-        dispatchMain()
+        while true {
+            var number: Int32 = 0
+            guard sigwait(&stopSignals, &number) == 0 else { continue }
+            // However the shutdown goes, the process ends: a daemon that ignores
+            // SIGTERM would be killed without its goodbye anyway.
+            EventExecutor.shared.after(millis: 3000) { exit(0) }
+            Task.detached {
+                let remaining = await daemon.shutdown()
+                remaining.finish(withinMillis: 1000)
+                exit(0)
+            }
+        }
     }
 }

@@ -79,6 +79,24 @@ class TwoHosts(unittest.TestCase):
         served = peer_json("laptop-a", "status")["transfers"]["served"]
         self.assertGreaterEqual(served, 1)
 
+    def test_1b_every_thread_of_handoffd_carries_a_name_of_ours(self):
+        """Issue 21, 6: top, perf and schedstat tell the threads apart. Swift concurrency runs on
+        EventExecutor's threads (libdispatch's workers, which /proc shows as "...-qos...", would mean
+        the executor hook is not in effect), and every other thread names itself."""
+        ours = ("handoffd", "executor ", "local API", "transfer", "multicast recei", "unicast receive", "netlink",
+                "desktop files", "events", "avahi", "wait ", "fetch", "pairing", "condition probe", "stream")
+        lab_dir = os.environ.get("HANDOFF_LAB_DIR", "/tmp/handoff-lab")
+        with open(os.path.join(lab_dir, "laptop-a", "handoffd.pid")) as handle:
+            pid = handle.read().strip()
+        names = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/comm") as handle:
+                names.append(handle.read().strip())
+        self.assertIn("executor 0", names)
+        self.assertIn("avahi", names)
+        strangers = [name for name in names if not name.startswith(ours)]
+        self.assertEqual(strangers, [], f"threads without a name of ours: {sorted(names)}")
+
     def test_2_human_output_and_exit_codes(self):
         self.publish()
         wait_until("the offer on b", lambda: offer_of("laptop-b", "laptop-a"))
