@@ -132,9 +132,12 @@ public actor Daemon {
 
     /// A handful of peers fetch at once at most; one source needs no more than a
     /// few (a fetch, a doctor probe, a retry). Unauthenticated connections count too.
+    /// An address a paired device is heard from gets 20 a second (accepts, doctor's
+    /// probes and streams in a row from a person at the other laptop); any other 5.
     static let transferConnectionLimits = ConnectionLimits(total: 32, perSource: 4,
                                                            perSourceRate: .init(perSecond: 5, burst: 10),
-                                                           overallRate: .init(perSecond: 50, burst: 50), evictsUnproven: true)
+                                                           overallRate: .init(perSecond: 50, burst: 50),
+                                                           preferredSourceRate: .init(perSecond: 20, burst: 40), evictsUnproven: true)
     /// Apps, the CLI and subscribers of this user; bounded so descriptors never run out.
     static let localConnectionLimits = ConnectionLimits(total: 128, perSource: 128)
     static let handshakeDeadlineMillis = 5_000

@@ -101,6 +101,6 @@ public struct StreamFrameChannel: FrameChannel {
         let reset = error.errno == ECONNRESET
         return HandoffError(.connectionLost, "The connection to \(peer) was lost (\(error)).",
                             fix: "Check that handoffd still runs on the other host, then accept again."
-                                + (reset ? " A reset can also mean too many connections from this host at once: a host accepts at most 5 a second and 4 at a time from one address; wait a second." : ""))
+                                + (reset ? " A reset can also mean too many connections from this host at once: a host accepts at most 4 at a time from one address, and 20 a second from a paired device's address (5 from any other); wait a second." : ""))
     }
 }

@@ -16,17 +16,21 @@ public struct ConnectionLimits: Sendable {
     /// handshake (key agreement and a signature) before anything is proven.
     public var perSourceRate: SourceBudget.Rate?
     public var overallRate: SourceBudget.Rate?
+    /// The per-source rate for addresses paired devices were last heard from (`setPreferredSources`),
+    /// which are also exempt from the overall rate; nil: the same as `perSourceRate`.
+    public var preferredSourceRate: SourceBudget.Rate?
     /// When `total` is reached, a new connection evicts the oldest one that has not proven who
     /// it is (`StreamConnection.markProven`) instead of being refused: strangers holding every
     /// slot with idle connections until their handshake deadline cannot keep a paired device out.
     public var evictsUnproven: Bool
 
     public init(total: Int, perSource: Int, perSourceRate: SourceBudget.Rate? = nil, overallRate: SourceBudget.Rate? = nil,
-                evictsUnproven: Bool = false) {
+                preferredSourceRate: SourceBudget.Rate? = nil, evictsUnproven: Bool = false) {
         self.total = total
         self.perSource = perSource
         self.perSourceRate = perSourceRate
         self.overallRate = overallRate
+        self.preferredSourceRate = preferredSourceRate
         self.evictsUnproven = evictsUnproven
     }
 }
@@ -51,6 +55,7 @@ public final class StreamListener: Sendable {
         var total = 0
         var bySource: [String: Int] = [:]
         var rate: SourceBudget?
+        var preferredRate: SourceBudget?
         /// Served connections in arrival order, for eviction (only with `evictsUnproven`).
         var served: [(serial: UInt64, connection: StreamConnection)] = []
         var nextSerial: UInt64 = 0
@@ -203,12 +208,20 @@ public final class StreamListener: Sendable {
                 evicted.add(1, ordering: .relaxed)
             }
             if let perSource = limits.perSourceRate {
+                let overall = limits.overallRate ?? .init(perSecond: 1e9, burst: 1e9)
                 if active.rate == nil {
-                    active.rate = SourceBudget(perSource: perSource, overall: limits.overallRate ?? .init(perSecond: 1e9, burst: 1e9),
-                                               maximumSources: 1_024)
+                    active.rate = SourceBudget(perSource: perSource, overall: overall, maximumSources: 1_024)
                 }
-                let exempt = preferred.withLock { $0.contains(source) }
-                guard active.rate!.allow(source, nowMillis: monotonicMillis(), countingOverall: !exempt) else { return nil }
+                if preferred.withLock({ $0.contains(source) }) {
+                    // A paired device's address: its own, higher rate, and none of the overall one.
+                    if active.preferredRate == nil {
+                        active.preferredRate = SourceBudget(perSource: limits.preferredSourceRate ?? perSource, overall: overall,
+                                                            maximumSources: 64)
+                    }
+                    guard active.preferredRate!.allow(source, nowMillis: monotonicMillis(), countingOverall: false) else { return nil }
+                } else {
+                    guard active.rate!.allow(source, nowMillis: monotonicMillis(), countingOverall: true) else { return nil }
+                }
             }
             active.total += 1
             active.bySource[source] = fromSource + 1

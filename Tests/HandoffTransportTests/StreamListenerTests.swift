@@ -120,6 +120,26 @@ import Testing
         #expect(listener.counters.refusedOverLimit == 3)
     }
 
+    /// A paired device's address has a rate of its own, higher than a stranger's.
+    @Test func aPreferredSourceHasItsOwnRate() throws {
+        let listener = try StreamListener.tcp(port: 0)
+        listener.setPreferredSources(["127.0.0.1"])
+        listener.run(name: "test", limits: ConnectionLimits(total: 16, perSource: 16, perSourceRate: .init(perSecond: 0.001, burst: 2),
+                                                            preferredSourceRate: .init(perSecond: 0.001, burst: 5))) { connection in
+            try? connection.write([3])
+        }
+        defer { listener.stop() }
+        let address = try SocketAddress(host: "127.0.0.1", port: listener.port)
+        var served = 0
+        for _ in 0..<8 {
+            let client = try StreamConnection.connect(to: address, timeoutMillis: 2_000)
+            try client.setTimeout(millis: 2_000)
+            if (try? client.read(exactly: 1)) == [3] { served += 1 }
+        }
+        #expect(served == 5)
+        #expect(listener.counters.refusedOverLimit == 3)
+    }
+
     /// stop() wakes the accepting thread, which closes the socket: the port can be bound again.
     @Test func stopReleasesThePort() throws {
         let listener = try StreamListener.tcp(port: 0)

@@ -132,3 +132,31 @@ def stop_pid(pid):
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+# A session bus that starts no service on demand: with the distribution's session
+# configuration, the first call to org.freedesktop.Notifications (the agent's, or
+# `dunstctl debug` waiting for the test's dunst) can make dbus-daemon start
+# another dunst, without the test's configuration, which then owns the name.
+SESSION_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <keep_umask/>
+  <listen>unix:tmpdir=/tmp</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
+
+
+def session_bus_without_activation(directory):
+    """The argv of a session dbus-daemon listening at DIRECTORY/bus that activates no service."""
+    config = os.path.join(directory, "session-bus.conf")
+    with open(config, "w") as handle:
+        handle.write(SESSION_BUS_CONFIG)
+    return ["dbus-daemon", f"--config-file={config}", "--nofork", f"--address=unix:path={directory}/bus"]

@@ -21,7 +21,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import install_missing, stop_pid, LAB, REPO, lab, start_xvfb, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
+from harness import LAB, REPO, install_missing, lab, offer_of, peer, peer_json, require_root, session_bus_without_activation, start_xvfb, stop_pid, wait_until  # noqa: E402
 
 ARGS = ["--announce-interval", "1", "--peer-ttl", "4", "--transfer-timeout", "3", "--log-level", "debug"]
 LAB_DIR = os.environ.get("HANDOFF_LAB_DIR", "/tmp/handoff-lab")
@@ -74,7 +74,9 @@ class Notify(unittest.TestCase):
         cls.popens.append(xvfb)
         cls.env = dict(os.environ, DISPLAY=cls.display, DBUS_SESSION_BUS_ADDRESS=cls.bus_address)
         cls.env.pop("WAYLAND_DISPLAY", None)
-        cls.background(["dbus-daemon", "--session", "--nofork", f"--address={cls.bus_address}"], "dbus.log")
+        # Nothing is started on demand: a dunst dbus-daemon activated (without this configuration)
+        # once took the name before the test's own, and no notification was seen (CI, 2026-12-02).
+        cls.background(session_bus_without_activation(cls.tmp), "dbus.log")
         wait_until("the session bus", lambda: os.path.exists(f"{cls.tmp}/bus"))
         script = os.path.join(cls.tmp, "shown")
         with open(script, "w") as f:
