@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "HandoffKit", targets: ["HandoffKit"]),
         // For the fuzz targets in Fuzz/, a separate package that depends on this one by path.
         .library(name: "HandoffCore", targets: ["HandoffCore"]),
+        .library(name: "HandoffCommandLine", targets: ["HandoffCommandLine"]),
         .library(name: "HandoffCrypto", targets: ["HandoffCrypto"]),
         .library(name: "HandoffDocuments", targets: ["HandoffDocuments"]),
         .library(name: "HandoffBrowserHost", targets: ["HandoffBrowserHost"]),
@@ -42,6 +43,8 @@ let package = Package(
         ),
         // Pure core: model, property-list values, wire codecs, errors. No I/O, no C.
         .target(name: "HandoffCore"),
+        // Command lines and their help, one declaration per command (the programs'). Pure.
+        .target(name: "HandoffCommandLine"),
         // Ed25519 identities, signatures and BLAKE2b digests over libsodium.
         .target(name: "HandoffCrypto", dependencies: ["CSodium", "HandoffCore"]),
         // Sockets: UDP multicast discovery, the transfer socket, the local API socket.
@@ -68,14 +71,17 @@ let package = Package(
         .target(name: "HandoffNotify", dependencies: ["CSystemd", "HandoffDBus", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
         // The documents publisher and receiver (the recently-used list), in the session. Its program is
         // the one program called as handoff-documents.
-        .target(name: "HandoffDocuments", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
+        .target(name: "HandoffDocuments", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffCommandLine", "HandoffTransport"]),
         // Every program in one executable, picked by the name it is called by (Sources/handoff/main.swift).
-        .executableTarget(name: "handoff", dependencies: ["HandoffDaemon", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffCrypto",
+        .executableTarget(name: "handoff", dependencies: ["HandoffDaemon", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffCommandLine", "HandoffCrypto",
                                                           "HandoffTransport", "HandoffBluetooth", "HandoffBlueZ", "HandoffBrowserHost",
                                                           "HandoffNotify", "HandoffDocuments"]),
         // Example app using HandoffKit end to end (Examples/Reader).
-        .executableTarget(name: "handoff-reader", dependencies: ["HandoffKit", "HandoffCore"], path: "Examples/Reader",
+        .executableTarget(name: "handoff-reader", dependencies: ["HandoffKit", "HandoffCore", "HandoffCommandLine"], path: "Examples/Reader",
                           exclude: ["handoff-reader.desktop"]),
+        .testTarget(name: "HandoffCommandLineTests", dependencies: ["HandoffCommandLine"]),
+        // What the programs read from the system: bluetoothd's inventory (busctl), the process's capabilities.
+        .testTarget(name: "handoffTests", dependencies: ["handoff"]),
         .testTarget(name: "HandoffDocumentsTests", dependencies: ["HandoffDocuments", "HandoffCore"]),
         .testTarget(name: "HandoffNotifyTests", dependencies: ["HandoffNotify", "HandoffAPI", "HandoffCore"]),
         .testTarget(name: "HandoffKitTests", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),

@@ -4,6 +4,7 @@
 // edits: the reader that continues it gets them over a continuation stream.
 // An example of HandoffKit end to end.
 import Foundation  // an app of its own: apps may use all of Foundation (HandoffKit does not)
+import HandoffCommandLine
 import HandoffCore
 import HandoffKit
 import Synchronization

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import HandoffCommandLine
 import HandoffCore
 import HandoffKit
 import HandoffTransport

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import HandoffBluetooth
 import HandoffBlueZ
+import HandoffCommandLine
 import HandoffCore
 import HandoffCrypto
 import HandoffTransport

@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
+import HandoffCommandLine
 import HandoffCore
 import HandoffDocuments
 import HandoffNotify

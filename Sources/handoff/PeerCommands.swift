@@ -1,4 +1,5 @@
 import Glibc
+import HandoffCommandLine
 import HandoffCore
 
 /// Every command's declaration: parsing and help both come from here.

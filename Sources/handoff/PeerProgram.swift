@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HandoffBrowserHost
+import HandoffCommandLine
 import HandoffCore
 import HandoffKit
 import HandoffTransport

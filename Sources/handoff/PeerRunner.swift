@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import HandoffAPI
 import HandoffBrowserHost
+import HandoffCommandLine
 import HandoffCore
 import HandoffKit
 

@@ -1,5 +1,6 @@
 import Glibc
 import HandoffBrowserHost
+import HandoffCommandLine
 import HandoffCore
 import HandoffDocuments
 import HandoffTransport

@@ -1,4 +1,5 @@
 import Foundation
+import HandoffCommandLine
 import HandoffCore
 
 /// One entry per parser that reads untrusted bytes or text. Each feeds the

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import HandoffCore
 import Glibc
 
 /// What bluetoothd offers, from its object tree: each adapter, whether it is

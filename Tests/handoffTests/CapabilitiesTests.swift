@@ -1,4 +1,4 @@
-import HandoffCore
+@testable import handoff
 import Testing
 
 struct CapabilitiesTests {

@@ -1,5 +1,5 @@
 import Foundation
-import HandoffCore
+@testable import handoff
 import Testing
 
 struct BlueZInventoryTests {

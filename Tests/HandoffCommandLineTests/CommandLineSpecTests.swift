@@ -1,4 +1,4 @@
-import HandoffCore
+import HandoffCommandLine
 import Testing
 
 @Suite struct CommandLineSpecTests {
