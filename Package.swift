@@ -90,7 +90,8 @@ let package = Package(
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "HandoffCrypto"], exclude: ["Vectors.md"]),
         .testTarget(name: "HandoffCryptoTests", dependencies: ["HandoffCrypto", "HandoffCore"]),
         .testTarget(name: "HandoffTransportTests", dependencies: ["HandoffTransport", "HandoffCore"]),
-        .testTarget(name: "HandoffDBusTests", dependencies: ["HandoffDBus", "CSystemd", "HandoffCore"]),
+        .testTarget(name: "HandoffBlueZTests", dependencies: ["HandoffBlueZ", "HandoffDBus", "HandoffCore"]),
+        .testTarget(name: "HandoffDBusTests", dependencies: ["HandoffDBus", "HandoffBlueZ", "CSystemd", "HandoffCore"]),
         .testTarget(name: "HandoffDaemonTests", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffCrypto", "HandoffTransport"]),
     ]
 )

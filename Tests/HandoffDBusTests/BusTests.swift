@@ -1,5 +1,6 @@
 import CSystemd
 import Glibc
+import HandoffBlueZ
 import HandoffCore
 @testable import HandoffDBus
 import Testing

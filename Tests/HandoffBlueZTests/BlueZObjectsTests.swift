@@ -1,4 +1,6 @@
 import HandoffCore
+@testable import HandoffBlueZ
+import HandoffDBus
 import Testing
 
 /// bluetoothd's property dictionaries as the bus reader builds them.
@@ -83,4 +85,10 @@ import Testing
         #expect(BusValue.array([.string("not an entry")]).stringDictionary == nil)
         #expect(BusValue.array([.entry(.uint16(1), .bool(true))]).stringDictionary == nil) // keys must be strings
     }
+}
+
+/// Bytes from hex written in a test; spaces separate fields.
+private func hex(_ text: String) -> [UInt8] {
+    guard let bytes = Hex.decode(text.filter { !$0.isWhitespace }) else { preconditionFailure("bad hex literal in a test: \(text)") }
+    return bytes
 }

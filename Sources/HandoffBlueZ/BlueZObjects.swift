@@ -1,3 +1,6 @@
+import HandoffCore
+import HandoffDBus
+
 /// What handoffd needs from bluetoothd's object tree (BlueZ's
 /// doc/org.bluez.Adapter.rst and doc/org.bluez.Device.rst), read from the
 /// property dictionaries of GetManagedObjects, InterfacesAdded and
