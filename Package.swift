@@ -43,8 +43,8 @@ let package = Package(
         ),
         // Pure core: model, property-list values, wire codecs, errors. No I/O, no C.
         .target(name: "HandoffCore"),
-        // Command lines and their help, one declaration per command (the programs'). Pure.
-        .target(name: "HandoffCommandLine"),
+        // Command lines and their help, one declaration per command, and the programs' common start.
+        .target(name: "HandoffCommandLine", dependencies: ["HandoffCore"]),
         // Ed25519 identities, signatures and BLAKE2b digests over libsodium.
         .target(name: "HandoffCrypto", dependencies: ["CSodium", "HandoffCore"]),
         // Sockets: UDP multicast discovery, the transfer socket, the local API socket.

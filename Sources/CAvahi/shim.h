@@ -9,6 +9,7 @@
 #include <avahi-common/malloc.h>
 #include <avahi-common/strlst.h>
 #include <avahi-common/thread-watch.h>
+#include <avahi-common/timeval.h>
 
 /* AvahiPoll is a table of function pointers; this calls its timeout_new. */
 static inline AvahiTimeout *handoff_avahi_timeout_new(const AvahiPoll *poll, const struct timeval *when,

@@ -64,7 +64,8 @@ final class EventSink: Sendable {
         let drained = DispatchSemaphore(value: 0)
         for sink in sinks { sink.queue.async { drained.signal() } }
         let deadline = DispatchTime.now() + .milliseconds(millis)
-        for _ in sinks where drained.wait(timeout: deadline) == .timedOut { break }
+        var waiting = sinks.count
+        while waiting > 0, drained.wait(timeout: deadline) == .success { waiting -= 1 }
         for sink in sinks { sink.connection.close() }
     }
 }

@@ -1,10 +1,7 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
 import HandoffCore
-import HandoffCrypto
 import HandoffTransport
-import Synchronization
 
 /// A fetched payload: the sealed buffer that holds it and its fixed fields,
 /// checked against the signed summary. The userInfo is checked, not decoded.

@@ -28,21 +28,7 @@ public enum DocumentsCommand {
         """)
 
     public static func main(arguments: [String]) -> Never {
-        let parsed: ParsedArguments
-        do {
-            parsed = try spec.parse(arguments)
-        } catch {
-            printError("Error: \(error)\nUsage: \(spec.usage)\nSee 'handoff-documents --help'.")
-            exit(UsageError.exitCode)
-        }
-        if parsed.wantsHelp {
-            print(spec.help, terminator: "")
-            exit(0)
-        }
-        if parsed.wantsVersion {
-            print(HandoffVersion.line(program: spec.name))
-            exit(0)
-        }
+        let parsed = spec.argumentsOrExit(arguments)
         let environment = ProcessInfo.processInfo.environment
         let configuration = DocumentsAgent.Configuration(socketPath: parsed.value("socket"), environment: environment) { line in
             printError("handoff-documents: \(line)")

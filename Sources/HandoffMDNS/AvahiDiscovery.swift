@@ -151,8 +151,7 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
     private func scheduleRetry() {
         guard let poll else { return }
         var when = timeval()
-        gettimeofday(&when, nil)
-        when.tv_sec += 5
+        avahi_elapse_time(&when, 5_000, 0)
         let context = Unmanaged.passUnretained(self).toOpaque()
         retryTimer = handoff_avahi_timeout_new(avahi_threaded_poll_get(poll), &when, retryTrampoline, context)
     }
@@ -222,12 +221,9 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
             // The watchdog's time, from the pacer.
             perform(pacer.timerFired(nowMillis: monotonicMillis()))
         case let .wait(until):
-            let delay = until &- monotonicMillis()
             var when = timeval()
-            gettimeofday(&when, nil)
-            let micros = Int(when.tv_usec) + Int(min(delay, 3_600_000) % 1000) * 1000
-            when.tv_sec += Int(min(delay, 3_600_000) / 1000) + micros / 1_000_000
-            when.tv_usec = micros % 1_000_000
+            let now = monotonicMillis()
+            avahi_elapse_time(&when, UInt32(until > now ? min(until - now, 3_600_000) : 0), 0)
             let context = Unmanaged.passUnretained(self).toOpaque()
             pacingTimer = handoff_avahi_timeout_new(avahi_threaded_poll_get(poll), &when, pacingTrampoline, context)
         case .idle:

@@ -57,11 +57,11 @@ public enum ChildProcess {
         let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
         defer { envp?.forEach { free($0) } }
         var pid = pid_t()
-        let status: Int32 = envp.map { envp in
-            executable.contains("/") ? posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-                : posix_spawnp(&pid, executable, &actions, &attributes, argv, envp)
-        } ?? (executable.contains("/") ? posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-                : posix_spawnp(&pid, executable, &actions, &attributes, argv, environ))
+        func start(_ environment: UnsafePointer<UnsafeMutablePointer<CChar>?>) -> Int32 {
+            executable.contains("/") ? posix_spawn(&pid, executable, &actions, &attributes, argv, environment)
+                : posix_spawnp(&pid, executable, &actions, &attributes, argv, environment)
+        }
+        let status = envp.map { start($0) } ?? start(environ)
         if pipeEnds[1] >= 0 { close(pipeEnds[1]) }
         guard status == 0 else {
             if pipeEnds[0] >= 0 { close(pipeEnds[0]) }

@@ -29,32 +29,15 @@ enum BLECheckProgram {
             Exit status: 0 when everything works, 1 otherwise, 64 on misuse.
             """)
 
-        func failUsage(_ message: String) -> Never {
-            writeStandardError("Error: \(message)\nUsage: \(spec.usage)\nSee 'handoff-ble-check --help'.\n")
-            exit(UsageError.exitCode)
-        }
 
         func fail(_ message: String, fix: String) -> Never {
             writeStandardError("Error: \(message)\nFix: \(fix)\n")
             exit(1)
         }
 
-        let arguments: ParsedArguments
-        do {
-            arguments = try spec.parse(Array(commandLine.dropFirst()))
-        } catch {
-            failUsage("\(error)")
-        }
-        if arguments.wantsHelp {
-            print(spec.help, terminator: "")
-            exit(0)
-        }
-        if arguments.wantsVersion {
-            print(HandoffVersion.line(program: spec.name))
-            exit(0)
-        }
+        let arguments = spec.argumentsOrExit(Array(commandLine.dropFirst()))
         guard let seconds = Double(arguments.value("seconds") ?? "5"), seconds > 0, seconds <= 120 else {
-            failUsage("--seconds must be a number from 0 to 120.")
+            spec.exitWithUsage("--seconds must be a number from 0 to 120.")
         }
         let json = arguments.flag("json")
         func isAdapterName(_ name: String) -> Bool { name.hasPrefix("hci") && Int(name.dropFirst(3)) != nil }
@@ -62,9 +45,9 @@ enum BLECheckProgram {
         // --- raw HCI --------------------------------------------------------------------
 
         if let device = arguments.value("hci") {
-            guard arguments.value("adapter") == nil else { failUsage("--adapter goes with bluetoothd, not with --hci.") }
+            guard arguments.value("adapter") == nil else { spec.exitWithUsage("--adapter goes with bluetoothd, not with --hci.") }
             guard device.hasPrefix("unix:") ? device.count > 5 : isAdapterName(device) else {
-                failUsage("--hci: '\(device)' is not hciN or unix:PATH.")
+                spec.exitWithUsage("--hci: '\(device)' is not hciN or unix:PATH.")
             }
             if isAdapterName(device), let missing = Capabilities.missingForRawHCI(), !missing.isEmpty {
                 fail("Raw HCI on \(device) needs CAP_NET_RAW and CAP_NET_ADMIN; this process lacks \(missing.joined(separator: " and ")).",
@@ -100,7 +83,7 @@ enum BLECheckProgram {
         // --- bluetoothd (the default backend) ---------------------------------------------
 
         if let adapter = arguments.value("adapter"), !isAdapterName(adapter) {
-            failUsage("--adapter: '\(adapter)' is not hciN.")
+            spec.exitWithUsage("--adapter: '\(adapter)' is not hciN.")
         }
         guard BlueZPresence.isBluetoothdOnSystemBus() else {
             fail("bluetoothd (org.bluez) is not on the system bus.",

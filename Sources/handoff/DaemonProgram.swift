@@ -1,4 +1,3 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
 import HandoffCommandLine
@@ -49,37 +48,21 @@ enum DaemonProgram {
             Exit status: 0 after a clean stop, 1 when it cannot start (the message says why), 64 on misuse.
             """)
 
-        func fail(_ message: String, usage: Bool) -> Never {
+        /// handoffd cannot start: the message says why; exit status 1.
+        func fail(_ message: String) -> Never {
             writeStandardError("Error: \(message)\n")
-            if usage {
-                writeStandardError("Usage: \(spec.usage)\nSee 'handoffd --help'.\n")
-                exit(UsageError.exitCode)
-            }
             exit(1)
         }
 
         func number<T: FixedWidthInteger>(_ arguments: ParsedArguments, _ option: String, _ range: ClosedRange<T>) -> T? {
             guard let text = arguments.value(option) else { return nil }
             guard let value = T(text), range.contains(value) else {
-                fail(UsageError.invalidValue(option: "--\(option)", reason: "'\(text)' is not a number from \(range.lowerBound) to \(range.upperBound).").description, usage: true)
+                spec.exitWithUsage(UsageError.invalidValue(option: "--\(option)", reason: "'\(text)' is not a number from \(range.lowerBound) to \(range.upperBound).").description)
             }
             return value
         }
 
-        let arguments: ParsedArguments
-        do {
-            arguments = try spec.parse(Array(commandLine.dropFirst()))
-        } catch {
-            fail(error.description, usage: true)
-        }
-        if arguments.wantsHelp {
-            print(spec.help, terminator: "")
-            exit(0)
-        }
-        if arguments.wantsVersion {
-            print(HandoffVersion.line(program: spec.name))
-            exit(0)
-        }
+        let arguments = spec.argumentsOrExit(Array(commandLine.dropFirst()))
 
         var configuration = DaemonConfiguration(
             stateDirectory: arguments.value("state-dir") ?? StateDirectory.defaultPath(),
@@ -87,7 +70,7 @@ enum DaemonProgram {
             name: arguments.value("name") ?? DaemonConfiguration.defaultName())
         if configuration.name.isEmpty || configuration.name.utf8.count > Summary.nameBytes
             || Activity.containsUnsafeCharacters(configuration.name) {
-            fail("--name must be 1 to \(Summary.nameBytes) bytes without control characters.", usage: true)
+            spec.exitWithUsage("--name must be 1 to \(Summary.nameBytes) bytes without control characters.")
         }
         configuration.interface = arguments.value("interface")
         if let port: UInt16 = number(arguments, "port", 0...65535) {
@@ -99,14 +82,14 @@ enum DaemonProgram {
         if let seconds: UInt16 = number(arguments, "peer-ttl", 2...3600) { configuration.peerTTLSeconds = seconds }
         // Peers must hear at least two announcements within the TTL, or they drop this host between them.
         if configuration.announceIntervalMillis * 2 > UInt64(configuration.peerTTLSeconds) * 1000 {
-            fail(UsageError.invalidValue(option: "--announce-interval", reason: "must be at most half of --peer-ttl (\(configuration.peerTTLSeconds) s), or peers drop this host between announcements.").description, usage: true)
+            spec.exitWithUsage(UsageError.invalidValue(option: "--announce-interval", reason: "must be at most half of --peer-ttl (\(configuration.peerTTLSeconds) s), or peers drop this host between announcements.").description)
         }
         if let seconds: Int = number(arguments, "transfer-timeout", 1...600) { configuration.transferTimeoutMillis = seconds * 1000 }
         func isAdapterName(_ name: String) -> Bool { name.hasPrefix("hci") && Int(name.dropFirst(3)) != nil }
         if let device = arguments.value("hci") {
             if device != "none" {
                 guard device.hasPrefix("unix:") ? device.count > 5 : isAdapterName(device) else {
-                    fail(UsageError.invalidValue(option: "--hci", reason: "'\(device)' is not hciN, unix:PATH or none.").description, usage: true)
+                    spec.exitWithUsage(UsageError.invalidValue(option: "--hci", reason: "'\(device)' is not hciN, unix:PATH or none.").description)
                 }
                 // A kernel controller over a raw HCI socket: say what is missing before trying.
                 if isAdapterName(device), let missing = Capabilities.missingForRawHCI(), !missing.isEmpty {
@@ -116,16 +99,16 @@ enum DaemonProgram {
                         Fix: leave out --hci: the default Bluetooth backend goes through bluetoothd and needs no privilege. \
                         Raw HCI is for a controller bluetoothd does not manage: run handoffd as root for that (Docs/HARDWARE.md); \
                         the handoffd.service user unit cannot grant capabilities.
-                        """, usage: false)
+                        """)
                 }
                 configuration.hci = device
             }
             if arguments.value("bluetooth-adapter") != nil {
-                fail(UsageError.invalidValue(option: "--bluetooth-adapter", reason: "goes with bluetoothd, not with --hci.").description, usage: true)
+                spec.exitWithUsage(UsageError.invalidValue(option: "--bluetooth-adapter", reason: "goes with bluetoothd, not with --hci.").description)
             }
         } else if let adapter = arguments.value("bluetooth-adapter") {
             guard isAdapterName(adapter) else {
-                fail(UsageError.invalidValue(option: "--bluetooth-adapter", reason: "'\(adapter)' is not hciN.").description, usage: true)
+                spec.exitWithUsage(UsageError.invalidValue(option: "--bluetooth-adapter", reason: "'\(adapter)' is not hciN.").description)
             }
             // Asked for: waits for bluetoothd and the adapter if they are not there yet.
             configuration.bluez = true
@@ -137,7 +120,7 @@ enum DaemonProgram {
         if let seconds: UInt64 = number(arguments, "proximity-ttl", 1...3600) { configuration.proximity.freshnessMillis = seconds * 1000 }
         if let text = arguments.value("company-id") {
             guard let id = UInt16(text.hasPrefix("0x") ? String(text.dropFirst(2)) : text, radix: 16) else {
-                fail(UsageError.invalidValue(option: "--company-id", reason: "'\(text)' is not a 16-bit hexadecimal number.").description, usage: true)
+                spec.exitWithUsage(UsageError.invalidValue(option: "--company-id", reason: "'\(text)' is not a 16-bit hexadecimal number.").description)
             }
             configuration.bluetoothCompanyID = id
         }
@@ -146,18 +129,18 @@ enum DaemonProgram {
             for name in list.split(separator: ",").map({ $0.trimmingSpaces() }) {
                 // Only the documented values: unicast rides on mdns, and Bluetooth is chosen with --hci.
                 guard let path = DiscoveryPathName(rawValue: name), [.multicast, .mdns].contains(path) else {
-                    fail(UsageError.invalidValue(option: "--discovery", reason: "'\(name)' is not multicast or mdns (Bluetooth is chosen with --hci).").description, usage: true)
+                    spec.exitWithUsage(UsageError.invalidValue(option: "--discovery", reason: "'\(name)' is not multicast or mdns (Bluetooth is chosen with --hci).").description)
                 }
                 paths.insert(path)
             }
             guard !paths.isEmpty else {
-                fail(UsageError.invalidValue(option: "--discovery", reason: "give at least one of multicast, mdns.").description, usage: true)
+                spec.exitWithUsage(UsageError.invalidValue(option: "--discovery", reason: "give at least one of multicast, mdns.").description)
             }
             configuration.discovery = paths
         }
         if let level = arguments.value("log-level") {
             guard let parsed = Log.Level(name: level) else {
-                fail(UsageError.invalidValue(option: "--log-level", reason: "'\(level)' is not debug, info, warning or error.").description, usage: true)
+                spec.exitWithUsage(UsageError.invalidValue(option: "--log-level", reason: "'\(level)' is not debug, info, warning or error.").description)
             }
             configuration.logLevel = parsed
         }
@@ -166,7 +149,7 @@ enum DaemonProgram {
         do {
             daemon = try Daemon(configuration: configuration)
         } catch {
-            fail("\(error.message)\nFix: \(error.fix)", usage: false)
+            fail("\(error.message)\nFix: \(error.fix)")
         }
 
         // The daemon runs on Swift concurrency's executors (EventExecutor's threads);
@@ -175,7 +158,7 @@ enum DaemonProgram {
             do throws(HandoffError) {
                 try await daemon.start()
             } catch {
-                fail("\(error.message)\nFix: \(error.fix)", usage: false)
+                fail("\(error.message)\nFix: \(error.fix)")
             }
         }
         while true {

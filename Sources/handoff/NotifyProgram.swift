@@ -1,4 +1,3 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
 import HandoffCommandLine
@@ -28,21 +27,7 @@ enum NotifyProgram {
             """)
 
 
-        let arguments: ParsedArguments
-        do {
-            arguments = try spec.parse(Array(commandLine.dropFirst()))
-        } catch {
-            printError("Error: \(error)\nUsage: \(spec.usage)\nSee 'handoff-notify --help'.")
-            exit(UsageError.exitCode)
-        }
-        if arguments.wantsHelp {
-            print(spec.help, terminator: "")
-            exit(0)
-        }
-        if arguments.wantsVersion {
-            print(HandoffVersion.line(program: spec.name))
-            exit(0)
-        }
+        let arguments = spec.argumentsOrExit(Array(commandLine.dropFirst()))
 
         let environment = ProcessInfo.processInfo.environment
         let settingsPath = NotifySettings.path(environment: environment)

@@ -5,6 +5,7 @@ import HandoffBrowserHost
 import HandoffCommandLine
 import HandoffCore
 import HandoffKit
+import HandoffTransport
 
 /// Runs one command against the daemon and prints the outcome for people or, with --json, for scripts.
 struct Runner {
@@ -250,11 +251,7 @@ struct Runner {
         }
     }
 
-    private func monotonicSeconds() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Int64(now.tv_sec)
-    }
+    private func monotonicSeconds() -> Int64 { Int64(monotonicMillis() / 1000) }
 
     /// Shows the code, takes the user's answer and reports how pairing with this device ended.
     private func confirm(_ offer: PairingOffer, listening: Bool) throws(HandoffError) -> (paired: Bool, exitCode: Int32) {
