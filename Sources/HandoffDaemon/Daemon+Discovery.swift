@@ -37,9 +37,10 @@ extension Daemon {
             try mdns.start(observer: observer)
             discoveryPaths.append(mdns)
             self.mdns = mdns
-            rotateServiceRecord()
         }
         try startBluetooth(observer: observer)
+        enterPeriod(nowMillis: wallClockMillis())
+        if let epoch = keys.epoch { offerOwnTokens(epoch: epoch) }
         for path in discoveryPaths { log.info("\(path.name): \(path.state)") }
     }
 
@@ -67,13 +68,13 @@ extension Daemon {
             known.append(sighting)
             sightings[sighting.instance] = Array(known.suffix(Self.maximumAddressesPerSighting))
             log.debug("mdns: \(sighting.instance) at \(sighting.host) port \(sighting.port)")
-            recognisedCache = nil
+            keys.sightingsChanged()
         case let .serviceLost(instance):
             sightings.removeValue(forKey: instance)
-            recognisedCache = nil
+            keys.sightingsChanged()
         case .servicesReset:
             sightings.removeAll()
-            recognisedCache = nil
+            keys.sightingsChanged()
         case let .beacon(token, _, rssi):
             heardBeacon(token: token, rssi: rssi, nowMillis: now)
         }
@@ -85,8 +86,8 @@ extension Daemon {
         switch SealedAnnouncement.version(of: bytes) {
         case SealedAnnouncement.version:
             guard let sealed = try? SealedAnnouncement(decoding: bytes) else { return peers.recordDrop(\.malformed) }
-            refreshHints(nowMillis: now)
-            guard let (sender, periodKey) = hintTable[sealed.hint] else { return peers.recordDrop(\.untrusted) }
+            enterPeriod(nowMillis: now)
+            guard let (sender, periodKey) = keys.hints[sealed.hint] else { return peers.recordDrop(\.untrusted) }
             guard let inner = AnnouncementSeal.open(sealed, periodKey: periodKey, sender: sender) else {
                 return peers.recordDrop(\.undecryptable)
             }
@@ -103,7 +104,7 @@ extension Daemon {
             // appeared or asks: it gets our current state at once, the way it came.
             if let peer = peers.peers[sender], peer.announceSequence != before,
                events.contains(.appeared(sender)) || received.announcement.state.contains(.answerMe) {
-                schedule.answer(sender, by: path == .multicast ? .multicast : nil)
+                offering.schedule.answer(sender, by: path == .multicast ? .multicast : nil)
             }
         case Announcement.version:
             guard let received = try? ReceivedAnnouncement(decoding: bytes) else { return peers.recordDrop(\.malformed) }
@@ -118,37 +119,33 @@ extension Daemon {
         }
     }
 
-    /// Rebuilds the hint table when the period turns or the trusted set
-    /// changes. A new period first moves every seal chain forward, erasing the
-    /// key of the period before the previous one (forward secrecy for recorded
-    /// announcements).
-    func refreshHints(nowMillis: UInt64, force: Bool = false) {
+    /// Brings the paired devices' keys to the period of `nowMillis`. A new period first moves
+    /// every seal chain forward, erasing the key of the period before the previous one (forward
+    /// secrecy for recorded announcements), then checks the paths (AnnounceSchedule.periodTurned:
+    /// a path that healed unnoticed, and proof that multicast still works) and offers this
+    /// host's new tokens, so its mDNS name and beacon address change with the period.
+    func enterPeriod(nowMillis: UInt64, pairedSetChanged: Bool = false) {
         let epoch = ServiceRecord.epoch(wallClockMillis: nowMillis)
-        guard force || epoch != hintEpoch else { return }
-        if hintEpoch == nil {
+        let change = keys.change(at: epoch)
+        guard change != .unchanged || pairedSetChanged else { return }
+        if change == .first {
             for entry in trust.entries.values where entry.needsRepairing {
                 log.warning("\(entry.name) (\(Ed25519.deviceID(of: entry.key))) was paired by a handoff version before 3: pair it again")
             }
         }
-        hintEpoch = epoch
         do {
             if try trust.advanceSealChains(to: epoch &- 1) { log.debug("seal keys moved to period \(epoch)") }
         } catch {
             // Still works from the older key; only its erasure on disk waits for the next period.
             log.warning("cannot save the advanced seal keys: \(error.message)")
         }
-        var table: [[UInt8]: (key: DeviceKey, periodKey: [UInt8])] = [:]
-        for entry in trust.entries.values {
-            guard let chain = entry.material?.sealChain else { continue }
-            // Every minute of the three periods: 45 hints per paired device, built once a period.
-            for candidate in [epoch &- 1, epoch, epoch &+ 1] {
-                guard let periodKey = chain.key(at: candidate) else { continue }
-                for minute in AnnouncementSeal.minutes(of: candidate) {
-                    table[AnnouncementSeal.hint(periodKey: periodKey, sender: entry.key, minute: minute)] = (entry.key, periodKey)
-                }
-            }
-        }
-        hintTable = table
+        if pairedSetChanged { keys.pairedSetChanged() }
+        keys.rebuild(epoch: epoch, devices: trust.entries.values.compactMap { entry in
+            entry.material.map { PeriodKeys.Device(key: entry.key, discoverySecret: $0.discoverySecret, sealChain: $0.sealChain) }
+        })
+        guard change == .turned else { return } // the first tokens go out when the paths start (startDiscovery)
+        offering.schedule.periodTurned()
+        offerOwnTokens(epoch: epoch)
     }
 
     /// The discovery secrets of paired devices, for recognising their tokens.
@@ -158,40 +155,24 @@ extension Daemon {
 
     /// Called after pairing or untrusting: new keys and hints; a new device gets a first contact at once.
     func trustChanged() {
-        pairSecretsCache = nil
-        recognisedCache = nil
-        refreshHints(nowMillis: wallClockMillis(), force: true)
-        refreshBeaconTable(nowMillis: wallClockMillis(), force: true)
+        enterPeriod(nowMillis: wallClockMillis(), pairedSetChanged: true)
         for key in proximity.readings.keys where !trust.contains(key) { proximity.forget(key) }
-        schedule.firstContact(all: false)
+        offering.schedule.firstContact(all: false)
         announce()
     }
 
-    /// Which trusted device published each sighting, by its rotating token (matched
-    /// once per change of sightings, trust or period).
+    /// Which trusted device published each sighting, by its rotating token.
     func recognisedSightings(nowMillis: UInt64) -> [(key: DeviceKey, sighting: ServiceSighting)] {
-        let epoch = ServiceRecord.epoch(wallClockMillis: nowMillis)
-        if let cached = recognisedCache, cached.epoch == epoch { return cached.found }
-        var found: [(key: DeviceKey, sighting: ServiceSighting)] = []
-        for list in sightings.values {
-            for sighting in list {
-                guard let record = try? ServiceRecord(txt: sighting.txt), record.capabilities.contains("udp"),
-                      let key = DiscoveryToken.match(record.token, among: trustedDiscoverySecrets(), epoch: epoch) else { continue }
-                found.append((key, sighting))
-            }
-        }
-        recognisedCache = (epoch, found)
-        return found
+        enterPeriod(nowMillis: nowMillis)
+        return keys.recognise(sightings.values)
     }
 
-    /// Publishes the service record for the current rotation period; a new period brings a new token and name.
-    func rotateServiceRecord() {
-        guard let mdns else { return }
-        let epoch = ServiceRecord.epoch(wallClockMillis: wallClockMillis())
-        guard epoch != publishedEpoch else { return }
-        publishedEpoch = epoch
-        // Disabled: not on mDNS at all.
-        mdns.publish(settings.enabled ? ServiceRecord(token: DiscoveryToken.token(secret: identity.discoverySecret(), epoch: epoch)) : nil)
+    /// This host's tokens for `epoch` on mDNS and Bluetooth; none while disabled (not on mDNS at
+    /// all, and no beacon: the controller keeps scanning, so status can still say who is near).
+    func offerOwnTokens(epoch: UInt64) {
+        let secret = settings.enabled ? identity.discoverySecret() : nil
+        mdns?.publish(secret.map { ServiceRecord(token: DiscoveryToken.token(secret: $0, epoch: epoch)) })
+        bluetooth?.setBeacon(token: secret.map { DiscoveryToken.beaconToken(secret: $0, epoch: epoch) })
     }
 
     /// Paths by which `key` is currently seen, for `list` and `status`.

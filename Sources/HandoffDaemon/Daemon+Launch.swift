@@ -6,11 +6,7 @@ import HandoffTransport
 
 /// A continuation waiting for the app that was started to take it.
 struct PendingDelivery {
-    /// The accept it belongs to.
-    var id: Int64
     var app: String
-    /// The `.desktop` file's id (its file name): what the started app is matched by.
-    var desktopID: String
     var type: String
     var events: [Event]
     /// The continuation's payload, for the app when it asked for payloads.
@@ -29,13 +25,15 @@ extension Daemon {
     static let trimAfterBytes: UInt32 = 1 << 20
 
     /// After the fetch: delivers to the target, then reports exactly one of continued or failed.
-    func finishAccept(_ fetched: AcceptOutcome, acceptID: Int64, peer: Peer, type: String, target: DeliveryTarget,
-                      willContinue: Event) async -> AcceptOutcome {
+    func finishAccept(_ fetched: AcceptOutcome, acceptID: Int64, peer: Peer, willContinue: Event) async -> AcceptOutcome {
+        guard let job = accepts.job(acceptID) else { preconditionFailure("an accept's job lasts until it ends") }
+        let (type, target) = (job.type, job.target)
         var outcome = fetched
         if case let .failure(error) = fetched { outcome = .failure(await explainFetchFailure(error, peer: peer)) }
         var appConnection: ObjectIdentifier?
-        if case let .success(result) = outcome, activeAccepts[acceptID] != nil {
-            let continued = Event.continued(ContinuedEvent(acceptID: acceptID, peer: peer.deviceID.description,
+        if case let .success(result) = outcome, accepts.job(acceptID)?.reported == false {
+            accepts.enter(.delivering, acceptID)
+            let continued = Event.continued(ContinuedEvent(acceptID: acceptID, peer: job.peer.description,
                                                            activity: ActivityFields(result.activity), deliverTo: target.app,
                                                            payloadBytes: Int64(result.payload.count)))
             switch target.kind {
@@ -51,20 +49,20 @@ extension Daemon {
                 }
             }
         }
-        // Gone when the daemon is stopping and has already reported this accept as failed.
-        guard activeAccepts.removeValue(forKey: acceptID) != nil else { return outcome }
+        // Already reported as failed when the daemon is stopping.
+        guard accepts.report(acceptID) else { return outcome }
         // A large payload's buffers would stay in malloc's arenas, resident, until reused.
-        if activeAccepts.isEmpty, (peer.offer?.summary.payloadSize ?? 0) >= Self.trimAfterBytes { Malloc.trim() }
+        if accepts.count == 1, (peer.offer?.summary.payloadSize ?? 0) >= Self.trimAfterBytes { Malloc.trim() }
         switch outcome {
         case let .success(result):
-            log.info("continued type \(type) from \(peer.deviceID) in \(target.app): handshake \(Int(result.timing.handshakeMillis)) ms, transfer \(Int(result.timing.transferMillis)) ms")
+            log.info("continued type \(type) from \(job.peer) in \(target.app): handshake \(Int(result.timing.handshakeMillis)) ms, transfer \(Int(result.timing.transferMillis)) ms")
             // A started app already got it, with its willContinue, when it declared.
-            broadcastContinued(ContinuedEvent(acceptID: acceptID, peer: peer.deviceID.description, activity: ActivityFields(result.activity),
+            broadcastContinued(ContinuedEvent(acceptID: acceptID, peer: job.peer.description, activity: ActivityFields(result.activity),
                                               deliverTo: target.app, payloadBytes: Int64(result.payload.count)),
                                payload: result.payload, except: appConnection)
         case let .failure(error):
-            log.info("accept of type \(type) from \(peer.deviceID) failed: \(error.code.rawValue)")
-            broadcast(.failed(acceptID: acceptID, peer: peer.deviceID.description, type: type, error: error, deliverTo: target.app))
+            log.info("accept of type \(type) from \(job.peer) failed: \(error.code.rawValue)")
+            broadcast(.failed(acceptID: acceptID, peer: job.peer.description, type: type, error: error, deliverTo: target.app))
         }
         return outcome
     }
@@ -102,7 +100,8 @@ extension Daemon {
         }
         let bound = Self.launchWaitMillis
         return await withCheckedContinuation { waiter in
-            pendingDeliveries.append(PendingDelivery(id: acceptID, app: app, desktopID: desktopID, type: type, events: events, payload: payload, waiter: waiter))
+            accepts.waitForApp(acceptID, desktopID: desktopID, type: type,
+                               wait: PendingDelivery(app: app, type: type, events: events, payload: payload, waiter: waiter))
             EventExecutor.shared.after(millis: bound) { Task { await self.endPending(acceptID, HandoffError(
                     .app, "\(app) was started to continue \(type) but did not take it within \(bound / 1000) s: it did not start, or it does not declare \(type) when it runs.",
                     fix: "Start \(app) by hand and accept again; if it never continues \(type), its .desktop file (\(desktopID)) declares a type the app does not.")) } }
@@ -117,8 +116,7 @@ extension Daemon {
     }
 
     private func endPending(_ id: Int64, _ error: HandoffError) {
-        guard let index = pendingDeliveries.firstIndex(where: { $0.id == id }) else { return }
-        let pending = pendingDeliveries.remove(at: index)
+        guard let pending = accepts.endAppWait(id) else { return }
         log.info("app \(pending.app) did not take the continuation of \(pending.type): \(error.code.rawValue)")
         pending.waiter.resume(returning: .failure(error))
     }
@@ -127,15 +125,8 @@ extension Daemon {
     /// the `.desktop` file id it was started from (HandoffKit passes $HANDOFF_DESKTOP_ID
     /// back), or by an app name that is that id; never by the file's display name.
     func deliverPending(to connection: StreamConnection, app: String, desktopID: String?, types: Set<String>) {
-        guard let sink = subscribers.values.first(where: { $0.connection === connection }) else { return }
-        func matches(_ pending: PendingDelivery) -> Bool {
-            let ids = [pending.desktopID, String(pending.desktopID.dropLast(pending.desktopID.hasSuffix(".desktop") ? 8 : 0))]
-            return types.contains(pending.type) && (desktopID.map(ids.contains) ?? false || ids.contains(app))
-        }
-        let ready = pendingDeliveries.filter(matches)
-        guard !ready.isEmpty else { return }
-        pendingDeliveries.removeAll(where: matches)
-        for delivery in ready {
+        guard let sink = subscribers.sink(of: connection) else { return }
+        for delivery in accepts.takeAppWaits(app: app, desktopID: desktopID, types: types) {
             log.info("handing the continuation of \(delivery.type) to \(app), which was started for it")
             // Addressed to the name it declared with, which its .desktop file's Name= need not be.
             for event in delivery.events {

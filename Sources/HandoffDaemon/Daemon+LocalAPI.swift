@@ -157,10 +157,8 @@ extension Daemon {
         case let .awaitStream(sequence): return plain(try await awaitStream(sequence: sequence, connection: connection))
         case let .openStream(peer, sequence): return plain(try await openStream(peer: peer, sequence: sequence, connection: connection))
         case let .subscribe(payloads):
-            nextSubscriberID += 1
             let declared = declarations.registered[ObjectIdentifier(connection)]
-            let sink = EventSink(connection: connection, wantsPayloads: payloads || declared?.payloads == true)
-            subscribers[nextSubscriberID] = sink
+            let sink = subscribers.add(connection, wantsPayloads: payloads || declared?.payloads == true)
             // Through the sink, so the reply comes before the first event.
             _ = sink.send(line: JSONWriter.line(Reply(id: id, outcome: .success(["subscribed": true])).json))
             if let declared {
@@ -183,7 +181,7 @@ extension Daemon {
     }
 
     private func becomeCurrentRequest(_ publisher: String) throws(HandoffError) -> JSONValue {
-        guard let encoded = publishers.entry(of: publisher)?.item else {
+        guard let encoded = offering.publishers.entry(of: publisher)?.item else {
             throw HandoffError(.notFound, "There is no activity of '\(publisher)' to make current again.",
                                fix: "Publish the activity instead.")
         }
@@ -194,24 +192,24 @@ extension Daemon {
     /// Only the named publisher's activity stops; if it was current, the one offered before it
     /// comes back. No publisher named: this host stops offering anything (a person at a terminal).
     private func resignRequest(_ publisher: String?) -> JSONValue {
-        let had = publisher.map { publishers.resign($0) } ?? publishers.resignAll()
+        let had = publisher.map { offering.publishers.resign($0) } ?? offering.publishers.resignAll()
         offerCurrentPublisher()
         return ["resigned": .bool(had)]
     }
 
     private func invalidateRequest(_ publisher: String?) -> JSONValue {
-        let had = publisher.map { publishers.invalidate($0) } ?? publishers.invalidateAll()
-        if had && publishers.entries.isEmpty { offerInvalidated = true }
+        let had = publisher.map { offering.publishers.invalidate($0) } ?? offering.publishers.invalidateAll()
+        if had && offering.publishers.entries.isEmpty { offering.invalidated = true }
         offerCurrentPublisher()
         return ["invalidated": .bool(had)]
     }
 
     private func acceptRequest(_ reference: String, requireApp: Bool, payload: Bool) async throws(HandoffError) -> LocalReply {
-        let (peer, activity, timing, buffer) = try await accept(reference, requireApp: requireApp)
+        let accepted = try await accept(reference, requireApp: requireApp)
+        let (peer, timing, buffer) = (accepted.peer, accepted.timing, accepted.payload)
         let result = AcceptResult(
-            peer: peer.deviceID.description, name: peer.name, activity: ActivityFields(activity),
-            deliverTo: deliveryTarget(for: activity.type, hasWebpage: activity.webpageURL != nil).app,
-            payloadBytes: Int64(buffer.count),
+            peer: peer.deviceID.description, name: peer.name, activity: ActivityFields(accepted.activity),
+            deliverTo: accepted.target.app, payloadBytes: Int64(buffer.count),
             handshakeMillis: (timing.handshakeMillis * 1000).rounded() / 1000,
             transferMillis: (timing.transferMillis * 1000).rounded() / 1000, payloadFd: payload ? 0 : nil)
         return LocalReply(result: result.json, payload: payload ? buffer : nil)
@@ -249,7 +247,7 @@ extension Daemon {
         declarations.registered[ObjectIdentifier(connection)] = .init(app: app, types: types, desktopID: desktopID, payloads: payloads)
         // Either order works: subscribed first, the payloads wish and the kept continuation apply now;
         // else when it subscribes (Docs/LOCAL-API.md, "declare").
-        if payloads, let sink = subscribers.values.first(where: { $0.connection === connection }) { sink.wantsPayloads = true }
+        if payloads, let sink = subscribers.sink(of: connection) { sink.wantsPayloads = true }
         log.info("app \(app) declares \(types.count) activity type(s)")
         deliverPending(to: connection, app: app, desktopID: desktopID, types: types)
         return ["declared": .array(types.sorted().map { .string($0) })]
@@ -264,9 +262,7 @@ extension Daemon {
     /// Sends `continued` to every subscriber: the payload goes (by descriptor) only to
     /// the app it is delivered to, and only when that app asked for payloads.
     func broadcastContinued(_ event: ContinuedEvent, payload: PayloadBuffer, except skipped: ObjectIdentifier? = nil) {
-        for (id, sink) in subscribers where ObjectIdentifier(sink.connection) != skipped {
-            if !sendContinued(event, payload: payload, to: sink) { subscribers.removeValue(forKey: id) }
-        }
+        subscribers.send(except: skipped) { sendContinued(event, payload: payload, to: $0) }
     }
 
     /// One `continued` to one sink, with the payload when the sink is the app it is for and asked for payloads.
@@ -320,9 +316,9 @@ extension Daemon {
                        "payloadBytes": .integer(Int64(published.payload.count)), "publisher": .string(published.publisher)]
         }
         // Most recent first: the first offered one is current (Docs/LOCAL-API.md, "Which activity is current").
-        let publisherList: JSONValue = .array(publishers.entries.reversed().map { entry in
+        let publisherList: JSONValue = .array(offering.publishers.entries.reversed().map { entry in
             ["publisher": .string(entry.publisher), "type": .string(entry.item.type),
-             "state": .string(entry.generation == published?.generation && entry.publisher == published?.publisher ? "current"
+             "state": .string(offering.isCurrent(entry) ? "current"
                               : entry.offered ? "waiting" : "resigned")]
         })
         return [
@@ -400,7 +396,7 @@ extension Daemon {
 
     /// A local client went away: its subscription and its app registration end.
     func unsubscribe(_ connection: StreamConnection) {
-        subscribers = subscribers.filter { $0.value.connection !== connection }
+        subscribers.remove(connection)
         if declarations.registered.removeValue(forKey: ObjectIdentifier(connection)) != nil {
             log.info("an app's run-time declaration ended with its connection")
         }

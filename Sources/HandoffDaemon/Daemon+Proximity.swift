@@ -28,7 +28,6 @@ extension Daemon {
         try path.start(observer: observer)
         discoveryPaths.append(path)
         bluetooth = path
-        rotateBeacon()
     }
 
     /// True when bluetoothd is on the system bus (or can be started there): BlueZ is then the default backend.
@@ -42,8 +41,8 @@ extension Daemon {
     }
 
     func heardBeacon(token: [UInt8], rssi: Int, nowMillis: UInt64) {
-        refreshBeaconTable(nowMillis: nowMillis)
-        guard let key = beaconTable[token] else {
+        enterPeriod(nowMillis: nowMillis)
+        guard let key = keys.beaconTokens[token] else {
             unknownBeacons += 1
             log.debug("bluetooth: a beacon with a token of no paired device, \(rssi) dBm")
             return
@@ -56,29 +55,6 @@ extension Daemon {
             // It just came near: tell it what we offer now, not at the next interval.
             announce()
         }
-    }
-
-    func refreshBeaconTable(nowMillis: UInt64, force: Bool = false) {
-        let epoch = ServiceRecord.epoch(wallClockMillis: nowMillis)
-        guard force || epoch != beaconEpoch else { return }
-        beaconEpoch = epoch
-        var table: [[UInt8]: DeviceKey] = [:]
-        for (key, secret) in trustedDiscoverySecrets() {
-            for candidate in [epoch &- 1, epoch, epoch &+ 1] {
-                table[DiscoveryToken.beaconToken(secret: secret, epoch: candidate)] = key
-            }
-        }
-        beaconTable = table
-    }
-
-    /// Advertises the token of the current period (and so a new address) when the period turns.
-    func rotateBeacon() {
-        guard let bluetooth else { return }
-        let epoch = ServiceRecord.epoch(wallClockMillis: wallClockMillis())
-        guard epoch != advertisedEpoch else { return }
-        advertisedEpoch = epoch
-        // Disabled: no beacon (the controller keeps scanning, so status can still say who is near).
-        bluetooth.setBeacon(token: settings.enabled ? DiscoveryToken.beaconToken(secret: identity.discoverySecret(), epoch: epoch) : nil)
     }
 
     func proximityJSON(_ key: DeviceKey, nowMillis: UInt64) -> JSONValue {

@@ -350,29 +350,31 @@ extension Daemon {
         }
     }
 
-    typealias AcceptOutcome = Result<(peer: Peer, activity: ActivityHeader, timing: FetchTiming, payload: PayloadBuffer), HandoffError>
-
-    struct InflightKey: Hashable {
-        var peer: DeviceKey
-        var sequence: UInt64
+    /// A continued activity: what was fetched, and where it continued.
+    struct Accepted: Sendable {
+        var peer: Peer
+        var activity: ActivityHeader
+        var timing: FetchTiming
+        var payload: PayloadBuffer
+        var target: DeliveryTarget
     }
+    typealias AcceptOutcome = Result<Accepted, HandoffError>
+    typealias Accepts = AcceptJobs<DeliveryTarget, CheckedContinuation<AcceptOutcome, Never>, PendingDelivery>
 
     /// Accepts the offer of `reference`. Every condition is checked before
     /// anything is fetched; once willContinue is sent, exactly one of continued
     /// or failed follows, whatever happens. A second accept of the same offer
     /// while the first runs shares its outcome instead of fetching again.
-    func accept(_ reference: String, requireApp: Bool = false) async throws(HandoffError) -> (peer: Peer, activity: ActivityHeader, timing: FetchTiming, payload: PayloadBuffer) {
+    func accept(_ reference: String, requireApp: Bool = false) async throws(HandoffError) -> Accepted {
         let (peer, offer, target) = try await prepareAccept(reference, requireApp: requireApp)
         let type = offer.summary.activityType
-        let key = InflightKey(peer: peer.key, sequence: offer.summary.sequence)
-        if inflightAccepts[key] != nil {
-            let shared: AcceptOutcome = await withCheckedContinuation { inflightAccepts[key]?.append($0) }
+        let offerKey = Accepts.Offer(peer: peer.key, sequence: offer.summary.sequence)
+        guard let acceptID = accepts.begin(offerKey, peer: peer.deviceID, type: type, target: target) else {
+            let shared: AcceptOutcome = await withCheckedContinuation { waiter in
+                if !accepts.share(offerKey, waiter: waiter) { preconditionFailure("begin found the job share looks for") }
+            }
             return try shared.get()
         }
-        inflightAccepts[key] = []
-        nextAcceptID += 1
-        let acceptID = Int64(nextAcceptID)
-        activeAccepts[acceptID] = (peer.deviceID, type)
         let willContinue = Event.willContinue(acceptID: acceptID, peer: peer.deviceID.description, type: type, deliverTo: target.app)
         broadcast(willContinue)
         log.info("accepting type \(type) from \(peer.deviceID) for \(target.app)")
@@ -393,9 +395,9 @@ extension Daemon {
             }
             return (result, timing)
         }
-        let outcome = await finishAccept(fetched.map { (peer, $0.header, timing, $0.buffer) }, acceptID: acceptID, peer: peer, type: type,
-                                         target: target, willContinue: willContinue)
-        for waiter in inflightAccepts.removeValue(forKey: key) ?? [] { waiter.resume(returning: outcome) }
+        let outcome = await finishAccept(fetched.map { Accepted(peer: peer, activity: $0.header, timing: timing, payload: $0.buffer, target: target) },
+                                         acceptID: acceptID, peer: peer, willContinue: willContinue)
+        for waiter in accepts.end(acceptID) { waiter.resume(returning: outcome) }
         return try outcome.get()
     }
 
@@ -434,11 +436,15 @@ extension Daemon {
 
     /// On stop: every accept still running gets its one outcome now.
     func failActiveAccepts() {
-        for (acceptID, accept) in activeAccepts {
-            broadcast(.failed(acceptID: acceptID, peer: accept.peer.description, type: accept.type,
-                              error: HandoffError(.connectionLost, "handoffd on this host stopped during the transfer.",
+        for job in accepts.reportAll() {
+            let during = switch job.phase {
+            case .fetching: "during the transfer"
+            case .delivering: "while handing the activity to \(job.target.app)"
+            case .waitingForApp: "while waiting for \(job.target.app) to take the activity"
+            }
+            broadcast(.failed(acceptID: job.id, peer: job.peer.description, type: job.type,
+                              error: HandoffError(.connectionLost, "handoffd on this host stopped \(during).",
                                                   fix: "Start handoffd again and accept again."), deliverTo: nil))
         }
-        activeAccepts.removeAll()
     }
 }

@@ -20,68 +20,40 @@ public actor Daemon {
     var trust: TrustStore
     var settings: Settings
     var peers: PeerTable
-    var published: PublishedActivity? { didSet { continuationStreamsActivityChanged() } }
+    /// What this host offers, the sequences it says it with and who hears it next (Offering).
+    var offering: Offering
     /// Apps waiting for a continuation stream (Daemon+Streams).
     var streams = ContinuationStreams()
-    /// The activity after `resign`, kept so `becomeCurrent` can offer it again.
-    /// Every publisher's activity; the current one is `published` (PublisherStack's rule).
-    var publishers = PublisherStack<EncodedActivity>()
-    var lastActivitySequence: UInt64 = 0
-    var announceSequence: UInt64
-    /// What of the replay protection is on disk (ReplayState), to save only what changed.
-    var replayState = ReplayState()
-    var replayStateSavedMillis: UInt64 = 0
-    /// Which paired devices get the next sealed announcement, and when (AnnounceSchedule).
-    var schedule: AnnounceSchedule
     /// The one timer and when it fires next (monotonic ms; .max: not armed).
     var timer: WakeTimer?
     /// Route netlink: a link or address change is handled at once, not at the next tick.
     var networkWatcher: NetworkChangeWatcher?
     var wakeAtMillis: UInt64 = .max
-    /// The rotation period of the last first-contact check; a new one reaches devices not heard.
-    var contactEpoch: UInt64?
     var lastPairingBeaconMillis: UInt64?
-    /// mDNS sightings matched to paired devices, for the period they were matched in.
-    var recognisedCache: (epoch: UInt64, found: [(key: DeviceKey, sighting: ServiceSighting)])?
-    var subscribers: [Int: EventSink] = [:]
-    var nextSubscriberID = 0
-    var nextAcceptID = 0
+    var subscribers = Subscribers()
     var discoveryPaths: [any DiscoveryPath] = []
     var mdns: AvahiDiscovery?
     var multicast: MulticastDiscovery?
     var unicast: UnicastAnnouncer?
     /// mDNS sightings by instance name (one per address family and link).
     var sightings: [String: [ServiceSighting]] = [:]
-    var publishedEpoch: UInt64?
-    /// Handshake secrets of every trusted and untrusted-but-remembered device
-    /// (computed once per trust change), and the hints under which each trusted
-    /// device's sealed announcements arrive in the current periods, with the period's key.
-    var pairSecretsCache: [DeviceKey: PairSecrets]?
-    var hintTable: [[UInt8]: (key: DeviceKey, periodKey: [UInt8])] = [:]
-    var hintEpoch: UInt64?
+    /// Hints, tokens and secrets of the paired devices for the current period (PeriodKeys).
+    var keys = PeriodKeys()
     var pairing = PairingState()
     var bluetooth: (any BluetoothPresence)?
     var proximity: ProximityTracker
-    /// Beacon tokens of paired devices for the previous, current and next period.
-    var beaconTable: [[UInt8]: DeviceKey] = [:]
-    var beaconEpoch: UInt64?
-    var advertisedEpoch: UInt64?
     var unknownBeacons = 0
     var inbox: ObservationInbox?
     var pairingBeaconBudget = SourceBudget(perSource: Daemon.pairingBeaconRate, overall: Daemon.pairingBeaconOverallRate,
                                            maximumSources: 256)
     var declarations = AppDeclarations()
     var desktopWatcher: DesktopFileWatcher?
-    var inflightAccepts: [InflightKey: [CheckedContinuation<AcceptOutcome, Never>]] = [:]
-    var activeAccepts: [Int64: (peer: DeviceID, type: String)] = [:]
-    /// Continuations for apps the daemon started, kept until they declare their types.
-    var pendingDeliveries: [PendingDelivery] = []
+    /// Every accept in progress (AcceptJobs).
+    var accepts = Accepts()
     /// What each paired device last said, kept after it leaves (Daemon+Conditions).
     var history = PeerHistory()
     /// When each listed paired device was last asked by multicast (checkMulticastPaths).
     var multicastChecks: [DeviceKey: UInt64] = [:]
-    /// The last offer ended by `invalidate` (said in announcements, so peers can tell it from a resign).
-    var offerInvalidated = false
     var transferListener: StreamListener?
     var apiListener: StreamListener?
     var transferPort: UInt16 = 0
@@ -89,16 +61,13 @@ public actor Daemon {
     var servedCount = 0
     var refusedCount = 0
 
-    /// The current offer with everything needed to serve it.
-    struct PublishedActivity {
-        /// The payload, shared with the publisher's entry: kept once.
-        var encoded: EncodedActivity
-        var summary: SignedSummary
-        var activity: ActivityHeader { encoded.header }
-        var payload: [UInt8] { encoded.payload }
-        /// Which publisher's entry this is, and its generation (PublisherStack.Entry).
-        var publisher: String
-        var generation: UInt64
+    /// The activity on the air. Streams waiting for one no longer current are told when it changes.
+    var published: PublishedActivity? {
+        get { offering.current }
+        set {
+            offering.current = newValue
+            continuationStreamsActivityChanged()
+        }
     }
 
     /// Loads (or creates) the identity and trust store. Fails, changing nothing,
@@ -115,16 +84,18 @@ public actor Daemon {
         settings = try Settings.load(from: stateDirectory)
         peers = PeerTable(ownKey: identity.publicKey, fingerprint: Ed25519.deviceID(of:))
         proximity = ProximityTracker(settings: configuration.proximity)
-        schedule = AnnounceSchedule(keepaliveMillis: configuration.announceIntervalMillis,
-                                    minimumSpacingMillis: Self.minimumAnnounceSpacingMillis)
-        // Sequences start above everything sent before the restart, whatever the clock says.
-        var replay = try ReplayState.load(from: stateDirectory)
-        announceSequence = replay.startSequence(wallClockMillis: wallClockMillis())
-        lastActivitySequence = announceSequence
-        try replay.save(to: stateDirectory)
+        let loaded = try ReplayState.load(from: stateDirectory)
+        offering = Offering(loaded: loaded,
+                            schedule: AnnounceSchedule(keepaliveMillis: configuration.announceIntervalMillis,
+                                                       minimumSpacingMillis: Self.minimumAnnounceSpacingMillis),
+                            wallClockMillis: wallClockMillis())
         let trusted = trust
-        peers.restoreHighestSequences(replay.highest.filter { trusted.contains($0.key) })
-        replayState = replay
+        peers.restoreHighestSequences(loaded.highest.filter { trusted.contains($0.key) })
+        // The start's reservation is on disk before anything is sent.
+        if let start = offering.replayToSave(highest: loaded.highest) {
+            try start.save(to: stateDirectory)
+            offering.replaySaved(start)
+        }
         if created { log.info("created a new identity, device id \(deviceID)") }
     }
 
@@ -192,9 +163,8 @@ public actor Daemon {
         networkWatcher = NetworkChangeWatcher { [self] in Task { await self.networkChanged() } }
         try startDiscovery()
         multicast?.refreshInterfaces()
-        contactEpoch = ServiceRecord.epoch(wallClockMillis: wallClockMillis())
         // Nobody is known yet: every paired device gets a first contact, which it answers.
-        schedule.firstContact(all: true)
+        offering.schedule.firstContact(all: true)
         flushAnnouncements()
     }
 
@@ -238,9 +208,7 @@ public actor Daemon {
         transferListener?.stop()
         apiListener?.stop()
         unlink(configuration.socketPath)
-        let sinks = Array(subscribers.values)
-        subscribers.removeAll()
-        return ShutdownHandle(sinks: sinks)
+        return ShutdownHandle(sinks: subscribers.removeAll())
     }
 
     /// What is left to do after `shutdown()`, on the caller's thread.
@@ -260,7 +228,7 @@ public actor Daemon {
         let changed = multicast?.refreshInterfaces() ?? true
         guard changed else { return }
         log.info("a network interface or address changed (netlink): announcing to every paired device")
-        schedule.firstContact(all: true)
+        offering.schedule.firstContact(all: true)
         flushAnnouncements()
     }
 
@@ -289,7 +257,7 @@ public actor Daemon {
         let wall = wallClockMillis()
         func until(_ deadline: UInt64, _ now: UInt64) -> UInt64 { deadline > now ? deadline - now : 0 }
         // Also while nobody is present: without route netlink, housekeeping is where new interfaces and addresses are noticed.
-        var delay = until(schedule.nextDeadline(nowMillis: mono, devices: devices), mono)
+        var delay = until(offering.schedule.nextDeadline(nowMillis: mono, devices: devices), mono)
         for peer in peers.peers.values {
             delay = min(delay, until(peer.lastSeenMillis &+ peer.ttlMillis, wall))
             // The first multicast check of a newly listed device, once (a past deadline wakes nothing).
@@ -324,7 +292,7 @@ public actor Daemon {
         }.map(\.key)
         guard !due.isEmpty else { return }
         for key in due { multicastChecks[key] = now }
-        schedule.checkMulticast(due)
+        offering.schedule.checkMulticast(due)
     }
 
     /// A pairing beacon as often as announcements used to go, at most every 5 s: pairing is short and user-driven.
@@ -334,29 +302,22 @@ public actor Daemon {
     /// addresses and the period turning (both bring a first contact), rotate tokens.
     func housekeeping() {
         let now = wallClockMillis()
-        if now &- replayStateSavedMillis >= Self.replayStateSaveIntervalMillis { saveReplayState() }
+        if now &- offering.replaySavedAtMillis >= Self.replayStateSaveIntervalMillis { saveReplayState() }
         emit(peers.expire(nowMillis: now))
         // With route netlink, changes arrive as they happen (networkChanged); only without it are they polled here.
         if networkWatcher == nil, multicast?.refreshInterfaces() == true {
             log.info("a network interface or address changed: announcing to every paired device by multicast")
-            schedule.firstContact(all: true)
+            offering.schedule.firstContact(all: true)
         }
         checkMulticastPaths(nowMillis: now)
-        let epoch = ServiceRecord.epoch(wallClockMillis: now)
-        if epoch != contactEpoch {
-            contactEpoch = epoch
-            // A path that healed unnoticed, and proof that multicast still works (AnnounceSchedule.periodTurned).
-            schedule.periodTurned()
-        }
-        rotateServiceRecord()
-        rotateBeacon()
+        enterPeriod(nowMillis: now)
         if let current = published {
             if current.activity.isExpired(nowMillis: now) {
                 log.info("activity of type \(current.activity.type) expired")
-                publishers.invalidate(current.publisher)
+                offering.publishers.invalidate(current.publisher)
                 broadcast(.activityEnded(type: current.activity.type, reason: "expired"))
                 offerCurrentPublisher()
-                schedule.changed()
+                offering.schedule.changed()
             } else if current.activity.expiresAtMillis == nil,
                       current.summary.summary.expiresAtMillis <= now + configuration.summaryLifetimeMillis / 2 {
                 // Same activity, same sequence (so a decline still holds): only a later timestamp and expiry.
@@ -365,7 +326,7 @@ public actor Daemon {
                 summary.expiresAtMillis = now + configuration.summaryLifetimeMillis
                 do {
                     published?.summary = try summary.signed(by: identity)
-                    schedule.changed()
+                    offering.schedule.changed()
                 } catch {
                     log.warning("cannot re-sign the current activity's summary: \(error); peers drop it when it expires")
                 }
@@ -379,21 +340,19 @@ public actor Daemon {
     /// At most ten announcement rounds a second (each is one datagram per paired device it reaches).
     static let minimumAnnounceSpacingMillis: UInt64 = 100
 
-    func reserveSequence(_ sequence: UInt64) {
-        guard replayState.reserve(through: sequence) else { return }
-        saveReplayState()
+    /// A sequence past the reservation on disk moves it up there before the sequence is sent.
+    func reserve(_ reservation: Offering.Reservation) {
+        if reservation == .mustSave { saveReplayState() }
     }
 
     /// Writes the replay state if it changed; a failure is logged (the daemon
     /// keeps running; after a restart the clock still orders most sequences).
     func saveReplayState() {
-        replayStateSavedMillis = wallClockMillis()
-        var current = replayState
-        current.highest = peers.highestSequences.filter { trust.contains($0.key) }
-        guard current != replayState else { return }
+        offering.replaySavedAtMillis = wallClockMillis()
+        guard let state = offering.replayToSave(highest: peers.highestSequences.filter { trust.contains($0.key) }) else { return }
         do {
-            try current.save(to: stateDirectory)
-            replayState = current
+            try state.save(to: stateDirectory)
+            offering.replaySaved(state)
         } catch {
             log.warning("cannot save the replay state: \(error.message)")
         }
@@ -404,7 +363,7 @@ public actor Daemon {
     /// What changed here (publish, resign, invalidate, enable, pairing) goes to every present
     /// paired device now, or as soon as the spacing allows, with the latest state.
     func announce() {
-        schedule.changed()
+        offering.schedule.changed()
         flushAnnouncements()
     }
 
@@ -414,7 +373,7 @@ public actor Daemon {
         let mono = monotonicMillis()
         let wall = wallClockMillis()
         let devices = announceDevices(nowMillis: wall)
-        if let deliveries = schedule.take(nowMillis: mono, devices: devices) {
+        if let deliveries = offering.schedule.take(nowMillis: mono, devices: devices) {
             send(.present, deliveries, nowMillis: wall)
         }
         if isPairingOpen(), lastPairingBeaconMillis.map({ mono &- $0 >= pairingBeaconIntervalMillis }) ?? true {
@@ -456,16 +415,16 @@ public actor Daemon {
     /// each recipient and handed to the paths, each of which sends the copies routed its way.
     func send(_ kind: Announcement.Kind, _ deliveries: [AnnounceSchedule.Delivery], nowMillis now: UInt64) {
         guard !deliveries.isEmpty else { return }
-        announceSequence = max(announceSequence + 1, now)
-        reserveSequence(announceSequence)
+        let (sequence, reservation) = offering.nextAnnouncement(wallClockMillis: now)
+        reserve(reservation)
         // A disabled host still tells its paired devices it is there and disabled, and offers nothing.
-        var announcement = Announcement(kind: kind, senderKey: identity.publicKey, sequence: announceSequence,
+        var announcement = Announcement(kind: kind, senderKey: identity.publicKey, sequence: sequence,
                                         timestampMillis: now, transferPort: transferPort,
                                         ttlSeconds: configuration.peerTTLSeconds, name: configuration.name,
                                         summary: kind == .present && settings.enabled ? published?.summary : nil)
         announcement.state = senderState()
         let epoch = ServiceRecord.epoch(wallClockMillis: now)
-        refreshHints(nowMillis: now)
+        enterPeriod(nowMillis: now)
         var signed: [Bool: [UInt8]] = [:]
         var outgoing: [OutgoingAnnouncement] = []
         do {
@@ -492,9 +451,9 @@ public actor Daemon {
 
     /// While pairing is open: the clear beacon `pair` lists, by multicast.
     func sendPairingBeacon(nowMillis now: UInt64) {
-        announceSequence = max(announceSequence + 1, now)
-        reserveSequence(announceSequence)
-        var beacon = Announcement(kind: .pairing, senderKey: identity.publicKey, sequence: announceSequence,
+        let (sequence, reservation) = offering.nextAnnouncement(wallClockMillis: now)
+        reserve(reservation)
+        var beacon = Announcement(kind: .pairing, senderKey: identity.publicKey, sequence: sequence,
                                   timestampMillis: now, transferPort: transferPort,
                                   ttlSeconds: configuration.peerTTLSeconds, name: configuration.name, summary: nil)
         beacon.state = senderState()
@@ -510,9 +469,7 @@ public actor Daemon {
         var state: Announcement.SenderState = []
         if !settings.enabled { state.insert(.disabled) }
         if settings.enabled, published?.activity.webpageURL != nil { state.insert(.offerHasWebpageURL) }
-        if settings.enabled, published == nil {
-            if !publishers.entries.isEmpty { state.insert(.offerResigned) } else if offerInvalidated { state.insert(.offerInvalidated) }
-        }
+        if settings.enabled { state.formUnion(offering.endedBy) }
         if unicast != nil { state.insert(.acceptsUnicast) }
         if let bluetooth {
             state.insert(.bluetoothConfigured)
@@ -528,10 +485,7 @@ public actor Daemon {
         try updated.save(to: stateDirectory)
         settings = updated
         log.info("handoff \(enabled ? "enabled" : "disabled")")
-        publishedEpoch = nil
-        rotateServiceRecord()
-        advertisedEpoch = nil
-        rotateBeacon()
+        offerOwnTokens(epoch: ServiceRecord.epoch(wallClockMillis: wallClockMillis()))
         broadcast(enabled ? .enabled : .disabled)
         announce()
     }
@@ -548,7 +502,7 @@ public actor Daemon {
     }
 
     private func handshakeSecrets() -> [DeviceKey: PairSecrets] {
-        if let cached = pairSecretsCache { return cached }
+        if let cached = keys.handshakeSecrets { return cached }
         var secrets: [DeviceKey: PairSecrets] = [:]
         let known = trust.entries.values.compactMap { entry in entry.material.map { (entry.key, $0.agreementKey) } }
             + trust.revoked.map { ($0.key, $0.agreementKey) }
@@ -557,7 +511,7 @@ public actor Daemon {
             secrets[key] = PairSecrets(pairKey: pairKey)
             wipe(&pairKey)
         }
-        pairSecretsCache = secrets
+        keys.handshakeSecrets = secrets
         return secrets
     }
 
@@ -577,12 +531,12 @@ public actor Daemon {
         if input.isExpired(nowMillis: wallClockMillis()) {
             throw HandoffError.invalidActivity("The activity has already expired.", fix: "Give an expiration in the future.")
         }
-        publishers.publish(input, by: publisher)
-        guard let entry = publishers.current else { preconditionFailure("a publish leaves its entry current") }
+        offering.publishers.publish(input, by: publisher)
+        guard let entry = offering.publishers.current else { preconditionFailure("a publish leaves its entry current") }
         do throws(HandoffError) {
             return try offer(entry)
         } catch {
-            publishers.invalidate(publisher)
+            offering.publishers.invalidate(publisher)
             offerCurrentPublisher()
             throw error
         }
@@ -595,17 +549,17 @@ public actor Daemon {
     /// air again (a new sequence), skipping any that expired meanwhile, or nothing does.
     func offerCurrentPublisher() {
         let now = wallClockMillis()
-        for gone in publishers.removeAll(where: { $0.isExpired(nowMillis: now) }) {
+        for gone in offering.publishers.removeAll(where: { $0.isExpired(nowMillis: now) }) {
             broadcast(.activityEnded(type: gone.item.type, reason: "expired"))
         }
-        while let next = publishers.current {
-            if published?.publisher == next.publisher && published?.generation == next.generation { return }
+        while let next = offering.publishers.current {
+            if offering.isCurrent(next) { return }
             do throws(HandoffError) {
                 try offer(next)
                 return
             } catch {
                 log.warning("cannot offer the activity of type \(next.item.type) again: \(error); dropping it")
-                publishers.invalidate(next.publisher)
+                offering.publishers.invalidate(next.publisher)
             }
         }
         if published != nil {
@@ -618,12 +572,11 @@ public actor Daemon {
     @discardableResult
     private func offer(_ entry: PublisherStack<EncodedActivity>.Entry) throws(HandoffError) -> PublishedActivity {
         let now = wallClockMillis()
-        lastActivitySequence = max(lastActivitySequence + 1, now)
-        reserveSequence(lastActivitySequence)
+        let (sequence, reservation) = offering.nextActivity(wallClockMillis: now)
+        reserve(reservation)
         // In the publisher's own entry, so the payload stays one copy (unless a fetch still sends the old one).
-        let sequence = lastActivitySequence
-        publishers.update(entry.publisher) { $0.sequence = sequence }
-        let encoded = publishers.entry(of: entry.publisher)?.item ?? entry.item
+        offering.publishers.update(entry.publisher) { $0.sequence = sequence }
+        let encoded = offering.publishers.entry(of: entry.publisher)?.item ?? entry.item
         let payload = encoded.payload
         let summary = Summary(senderKey: identity.publicKey, senderName: configuration.name,
                               activityType: encoded.type, title: encoded.header.title,
@@ -639,7 +592,7 @@ public actor Daemon {
         let published = PublishedActivity(encoded: encoded, summary: signed,
                                           publisher: entry.publisher, generation: entry.generation)
         self.published = published
-        offerInvalidated = false
+        offering.invalidated = false
         log.info("published activity of type \(encoded.type) from \(entry.publisher), sequence \(sequence), \(payload.count) bytes")
         announce()
         return published
@@ -675,9 +628,6 @@ public actor Daemon {
 
     /// One event to every subscriber, encoded once.
     func broadcast(_ event: Event) {
-        let line = JSONWriter.line(event.json)
-        for (id, sink) in subscribers where !sink.send(line: line) {
-            subscribers.removeValue(forKey: id)
-        }
+        subscribers.broadcast(line: JSONWriter.line(event.json))
     }
 }

@@ -76,7 +76,7 @@ import Testing
         await #expect(throws: HandoffError.self) { try await send(test, .publish(.json(expired), publisher: "browser-firefox")) }
         let after = try #require(await current(test))
         #expect(after.publisher == "documents" && after.sequence == before.sequence)
-        #expect(await test.daemon.publishers.entry(of: "browser-firefox") == nil)
+        #expect(await test.daemon.offering.publishers.entry(of: "browser-firefox") == nil)
     }
 
     @Test func requestsWithoutAPublisherShareTheDefaultOne() async throws {
@@ -101,6 +101,6 @@ import Testing
         #expect(await current(test)?.publisher == "documents")
         #expect(try await send(test, .invalidate(publisher: nil))["invalidated"] == .bool(true))
         #expect(await current(test) == nil)
-        #expect(await test.daemon.publishers.entries.isEmpty)
+        #expect(await test.daemon.offering.publishers.entries.isEmpty)
     }
 }

@@ -1,0 +1,53 @@
+import Glibc
+@testable import HandoffDaemon
+@testable import HandoffTransport
+import Testing
+
+private func connectedPair() throws -> (StreamConnection, StreamConnection) {
+    var fds: [Int32] = [-1, -1]
+    let status = fds.withUnsafeMutableBufferPointer {
+        socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
+    }
+    try #require(status == 0)
+    return (StreamConnection(fd: fds[0], remote: "daemon"), StreamConnection(fd: fds[1], remote: "app"))
+}
+
+@Suite struct SubscribersTests {
+    @Test func subscribingTwiceKeepsOneSinkSoEveryEventArrivesOnce() throws {
+        let (daemonSide, app) = try connectedPair()
+        defer { daemonSide.close(); app.close() }
+        var subscribers = Subscribers()
+        let first = subscribers.add(daemonSide, wantsPayloads: false)
+        let second = subscribers.add(daemonSide, wantsPayloads: true)
+        #expect(first === second)
+        #expect(first.wantsPayloads)
+        subscribers.broadcast(line: Array("{\"event\":\"one\"}\n".utf8))
+        subscribers.broadcast(line: Array("{\"event\":\"two\"}\n".utf8))
+        #expect(try app.readLine(maxBytes: 100).map { String(decoding: $0, as: UTF8.self) } == "{\"event\":\"one\"}")
+        #expect(try app.readLine(maxBytes: 100).map { String(decoding: $0, as: UTF8.self) } == "{\"event\":\"two\"}")
+    }
+
+    @Test func aSinkWhoseConnectionClosedLeavesAtTheNextEvent() throws {
+        let (daemonSide, app) = try connectedPair()
+        defer { app.close() }
+        var subscribers = Subscribers()
+        _ = subscribers.add(daemonSide, wantsPayloads: false)
+        daemonSide.close()
+        subscribers.broadcast(line: Array("{}\n".utf8))
+        #expect(subscribers.all.isEmpty)
+    }
+
+    @Test func theSkippedConnectionGetsNothing() throws {
+        let (a, appA) = try connectedPair()
+        let (b, appB) = try connectedPair()
+        defer { for end in [a, appA, b, appB] { end.close() } }
+        var subscribers = Subscribers()
+        _ = subscribers.add(a, wantsPayloads: false)
+        _ = subscribers.add(b, wantsPayloads: false)
+        var reached: [String] = []
+        subscribers.send(except: ObjectIdentifier(a)) { reached.append($0.connection.remote); return true }
+        #expect(reached == ["daemon"] && subscribers.all.count == 2)
+        subscribers.remove(b)
+        #expect(subscribers.sink(of: b) == nil && subscribers.sink(of: a) != nil)
+    }
+}
