@@ -45,49 +45,49 @@ extension Daemon {
         var e = ConditionEvidence(purpose: purpose, nowMillis: now, hostName: configuration.name)
         e.utcOffsetSeconds = TimeZone.current.secondsFromGMT()
         e.enabled = settings.enabled
-        if let bluetooth {
+        if let bluetooth = discovery.bluetooth {
             let state = bluetooth.currentStatus
             let device = state.adapter ?? configuration.hci ?? "the Bluetooth adapter"
             e.bluetooth = state.available ? .working("\(device) \(state.text)") : .failed("\(device): \(state.text)")
         }
-        e.thresholdDBM = proximity.settings.thresholdDBM
-        e.freshnessMillis = proximity.settings.freshnessMillis
-        let networkPaths = discoveryPaths.filter { $0.name != DiscoveryPathName.bluetooth.rawValue }
+        e.thresholdDBM = discovery.proximity.settings.thresholdDBM
+        e.freshnessMillis = discovery.proximity.settings.freshnessMillis
+        let networkPaths = discovery.paths.filter { $0.name != DiscoveryPathName.bluetooth.rawValue }
         e.workingPaths = networkPaths.filter { path in
             if let mdns = path as? AvahiDiscoveryStatusReporting { return mdns.isAvailable }
             return !path.state.hasPrefix("no ") && !path.state.hasPrefix("closed")
         }.map(\.name)
         e.brokenPaths = networkPaths.map { "\($0.name): \($0.state)" }.joined(separator: "; ")
         e.linksUp = MulticastDiscovery.linksUp(named: configuration.interface)
-        e.transferPort = transferPort
+        e.transferPort = server.port
         e.pairedNames = trust.entries.values.map(\.name)
-        e.declaredTypes = declarations.allTypes().sorted()
+        e.declaredTypes = clients.declarations.allTypes().sorted()
         e.reference = reference
         guard let reference else { return (e, nil) }
         guard let key = try pairedKey(matching: reference), let entry = trust.entries[key] else {
-            e.unpairedHereMillis = history.unpairedMillis(name: reference)
+            e.unpairedHereMillis = discovery.history.unpairedMillis(name: reference)
             return (e, nil)
         }
         let peer = peers.peers[key]
-        let past = history.entries[key]
+        let past = discovery.history.entries[key]
         var p = ConditionEvidence.Peer(name: peer?.name ?? (entry.name.isEmpty ? Ed25519.deviceID(of: key).description : entry.name))
         // History holds every path since the last goodbye, across absences; the live entry the latest.
         p.announcementsByPath = (past?.announcementsByPath ?? [:]).merging(peer?.lastSeenByPath ?? [:], uniquingKeysWith: max)
         p.ttlMillis = peer?.ttlMillis ?? past?.ttlMillis ?? UInt64(configuration.peerTTLSeconds) * 1000
         p.state = peer?.senderState ?? past?.state
         p.listedSinceMillis = peer?.appearedMillis
-        p.multicastCheckMillis = multicastChecks[key]
+        p.multicastCheckMillis = discovery.multicastCheck(of: key)
         p.goodbyeMillis = past?.goodbyeMillis
-        if let reading = proximity.readings[key] {
+        if let reading = discovery.proximity.readings[key] {
             p.beacon = .init(lastHeardMillis: reading.lastHeardMillis, smoothedRSSI: reading.smoothedRSSI)
         }
         let sighted = recognisedSightings(nowMillis: now).filter { $0.key == key }
         p.mdnsSeen = !sighted.isEmpty
         p.transferPort = peer?.transferPort ?? past.flatMap { $0.transferPort == 0 ? nil : $0.transferPort }
             ?? sighted.first?.sighting.port ?? configuration.transferPort
-        p.offer = history.offerState(of: key, peer: peer, hasWebpage: peer?.senderState.contains(.offerHasWebpageURL) ?? false,
+        p.offer = discovery.history.offerState(of: key, peer: peer, hasWebpage: peer?.senderState.contains(.offerHasWebpageURL) ?? false,
                                      nowMillis: now)
-        if case let .offered(type, _) = p.offer { p.apps = declarations.apps(for: type) }
+        if case let .offered(type, _) = p.offer { p.apps = clients.declarations.apps(for: type) }
         e.peer = p
         return (e, key)
     }
@@ -96,7 +96,7 @@ extension Daemon {
     func probeTarget(_ key: DeviceKey, nowMillis: UInt64) -> (hosts: [String], port: UInt16) {
         if let peer = peers.peers[key] { return (peer.hosts, peer.transferPort) }
         let sighted = recognisedSightings(nowMillis: nowMillis).filter { $0.key == key }.map(\.sighting)
-        let past = history.entries[key]
+        let past = discovery.history.entries[key]
         let hosts = (past?.hosts ?? []) + sighted.map(\.host).filter { !(past?.hosts ?? []).contains($0) }
         let port = past.flatMap { $0.transferPort == 0 ? nil : $0.transferPort } ?? sighted.first?.port ?? configuration.transferPort
         return (hosts, port)
@@ -179,8 +179,8 @@ extension Daemon {
     }
 
     func deliveryTarget(for type: String, hasWebpage: Bool) -> DeliveryTarget {
-        if let running = declarations.runningApp(for: type) { return DeliveryTarget(app: running, kind: .running) }
-        if let installed = declarations.installedApp(for: type), let exec = installed.exec {
+        if let running = clients.declarations.runningApp(for: type) { return DeliveryTarget(app: running, kind: .running) }
+        if let installed = clients.declarations.installedApp(for: type), let exec = installed.exec {
             return DeliveryTarget(app: installed.name, kind: .launch(exec: exec, desktopID: installed.desktopID))
         }
         return DeliveryTarget(app: hasWebpage ? "browser" : "terminal", kind: hasWebpage ? .browser : .terminal)
@@ -242,9 +242,9 @@ extension Daemon {
     /// After an announcement from `key` went through the peer table: remember what it said.
     func remember(announcementFrom key: DeviceKey, events: [PeerEvent], nowMillis: UInt64) {
         if events.contains(.left(key)) {
-            history.saidGoodbye(key, nowMillis: nowMillis)
+            discovery.history.saidGoodbye(key, nowMillis: nowMillis)
         } else if let peer = peers.peers[key] {
-            history.heard(peer, nowMillis: nowMillis)
+            discovery.history.heard(peer, nowMillis: nowMillis)
         }
     }
 }

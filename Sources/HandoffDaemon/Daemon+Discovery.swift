@@ -8,40 +8,33 @@ import HandoffTransport
 // Discovery: which paths run, what each observation means, and the mDNS
 // service record with its rotating token.
 extension Daemon {
-    /// Distinct mDNS instances kept (a household or office has far fewer Handoff hosts).
-    static let maximumSightings = 256
-    static let maximumAddressesPerSighting = 4
-    /// Clear pairing beacons whose signatures are checked, per source and overall.
-    static let pairingBeaconRate = SourceBudget.Rate(perSecond: 2, burst: 4)
-    static let pairingBeaconOverallRate = SourceBudget.Rate(perSecond: 50, burst: 50)
-
     func startDiscovery() throws(HandoffError) {
         let inbox = ObservationInbox { [self] batch in await self.observe(batch) }
-        self.inbox = inbox
+        sources.inbox = inbox
         let observer: @Sendable (DiscoveryObservation) -> Void = { observation in inbox.post(observation) }
         if configuration.discovery.contains(.multicast) {
             var settings = configuration.multicast
             settings.interface = configuration.interface
             let path = MulticastDiscovery(configuration: settings)
             try path.start(observer: observer)
-            discoveryPaths.append(path)
-            multicast = path
+            discovery.paths.append(path)
+            discovery.multicast = path
         }
         if configuration.discovery.contains(.mdns) {
-            let unicast = UnicastAnnouncer(port: transferPort)
+            let unicast = UnicastAnnouncer(port: server.port)
             try unicast.start(observer: observer)
-            discoveryPaths.append(unicast)
-            self.unicast = unicast
+            discovery.paths.append(unicast)
+            discovery.unicast = unicast
             // Avahi being absent is not fatal: the path waits for it and says so in status.
-            let mdns = AvahiDiscovery(servicePort: transferPort, interface: configuration.interface)
+            let mdns = AvahiDiscovery(servicePort: server.port, interface: configuration.interface)
             try mdns.start(observer: observer)
-            discoveryPaths.append(mdns)
-            self.mdns = mdns
+            discovery.paths.append(mdns)
+            discovery.mdns = mdns
         }
         try startBluetooth(observer: observer)
         enterPeriod(nowMillis: wallClockMillis())
         if let epoch = keys.epoch { offerOwnTokens(epoch: epoch) }
-        for path in discoveryPaths { log.info("\(path.name): \(path.state)") }
+        for path in discovery.paths { log.info("\(path.name): \(path.state)") }
     }
 
     func observe(_ batch: [DiscoveryObservation]) {
@@ -58,22 +51,14 @@ extension Daemon {
             receiveAnnouncement(bytes, from: host, path: path, nowMillis: now)
             if peers.drops != before { log.debug("dropped announcement from \(host) (\(path.rawValue)): \(peers.drops.json.encodedLine())") }
         case let .serviceFound(sighting):
-            // Anyone on the link can publish services: keep a bounded number, and
-            // a bounded number of addresses for each.
-            guard sightings[sighting.instance] != nil || sightings.count < Self.maximumSightings else {
-                return peers.recordDrop(\.tooMany)
-            }
-            var known = sightings[sighting.instance, default: []]
-            known.removeAll { $0.host == sighting.host }
-            known.append(sighting)
-            sightings[sighting.instance] = Array(known.suffix(Self.maximumAddressesPerSighting))
+            // Anyone on the link can publish services: a bounded number are kept (Discovery.found).
+            guard discovery.found(sighting) == .changed else { return peers.recordDrop(\.tooMany) }
             log.debug("mdns: \(sighting.instance) at \(sighting.host) port \(sighting.port)")
             keys.sightingsChanged()
         case let .serviceLost(instance):
-            sightings.removeValue(forKey: instance)
-            keys.sightingsChanged()
+            if discovery.lost(instance: instance) == .changed { keys.sightingsChanged() }
         case .servicesReset:
-            sightings.removeAll()
+            discovery.resetSightings()
             keys.sightingsChanged()
         case let .beacon(token, _, rssi):
             heardBeacon(token: token, rssi: rssi, nowMillis: now)
@@ -111,7 +96,7 @@ extension Daemon {
             guard received.announcement.kind == .pairing else { return peers.recordDrop(\.unsealed) }
             // A signature check costs far more than the datagram: anyone can send
             // self-signed beacons, so only so many are checked per second.
-            guard pairingBeaconBudget.allow(host, nowMillis: monotonicMillis()) else { return peers.recordDrop(\.overBudget) }
+            guard discovery.pairingBeaconBudget.allow(host, nowMillis: monotonicMillis()) else { return peers.recordDrop(\.overBudget) }
             guard received.verify(with: verifier) else { return peers.recordDrop(received.signature == nil ? \.unsigned : \.badSignature) }
             notePairingBeacon(received.announcement, from: host, nowMillis: now)
         default:
@@ -156,7 +141,7 @@ extension Daemon {
     /// Called after pairing or untrusting: new keys and hints; a new device gets a first contact at once.
     func trustChanged() {
         enterPeriod(nowMillis: wallClockMillis(), pairedSetChanged: true)
-        for key in proximity.readings.keys where !trust.contains(key) { proximity.forget(key) }
+        for key in discovery.proximity.readings.keys where !trust.contains(key) { discovery.proximity.forget(key) }
         offering.schedule.firstContact(all: false)
         announce()
     }
@@ -164,22 +149,22 @@ extension Daemon {
     /// Which trusted device published each sighting, by its rotating token.
     func recognisedSightings(nowMillis: UInt64) -> [(key: DeviceKey, sighting: ServiceSighting)] {
         enterPeriod(nowMillis: nowMillis)
-        return keys.recognise(sightings.values)
+        return keys.recognise(discovery.sightings.values)
     }
 
     /// This host's tokens for `epoch` on mDNS and Bluetooth; none while disabled (not on mDNS at
     /// all, and no beacon: the controller keeps scanning, so status can still say who is near).
     func offerOwnTokens(epoch: UInt64) {
         let secret = settings.enabled ? identity.discoverySecret() : nil
-        mdns?.publish(secret.map { ServiceRecord(token: DiscoveryToken.token(secret: $0, epoch: epoch)) })
-        bluetooth?.setBeacon(token: secret.map { DiscoveryToken.beaconToken(secret: $0, epoch: epoch) })
+        discovery.mdns?.publish(secret.map { ServiceRecord(token: DiscoveryToken.token(secret: $0, epoch: epoch)) })
+        discovery.bluetooth?.setBeacon(token: secret.map { DiscoveryToken.beaconToken(secret: $0, epoch: epoch) })
     }
 
     /// Paths by which `key` is currently seen, for `list` and `status`.
     func paths(of peer: Peer, nowMillis: UInt64) -> [String] {
         var names = Set(peer.livePaths(nowMillis: nowMillis))
         if recognisedSightings(nowMillis: nowMillis).contains(where: { $0.key == peer.key }) { names.insert("mdns") }
-        if bluetooth != nil, proximity.readings[peer.key].map({ $0.lastHeardMillis + proximity.settings.freshnessMillis > nowMillis }) == true {
+        if discovery.bluetooth != nil, discovery.proximity.readings[peer.key].map({ $0.lastHeardMillis + discovery.proximity.settings.freshnessMillis > nowMillis }) == true {
             names.insert("bluetooth")
         }
         return names.sorted()

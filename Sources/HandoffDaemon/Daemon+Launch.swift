@@ -125,7 +125,7 @@ extension Daemon {
     /// the `.desktop` file id it was started from (HandoffKit passes $HANDOFF_DESKTOP_ID
     /// back), or by an app name that is that id; never by the file's display name.
     func deliverPending(to connection: StreamConnection, app: String, desktopID: String?, types: Set<String>) {
-        guard let sink = subscribers.sink(of: connection) else { return }
+        guard let sink = clients.subscribers.sink(of: connection) else { return }
         for delivery in accepts.takeAppWaits(app: app, desktopID: desktopID, types: types) {
             log.info("handing the continuation of \(delivery.type) to \(app), which was started for it")
             // Addressed to the name it declared with, which its .desktop file's Name= need not be.
@@ -135,7 +135,7 @@ extension Daemon {
                     _ = sink.send(.willContinue(acceptID: acceptID, peer: peer, type: type, deliverTo: app))
                 case var .continued(continued):
                     continued.deliverTo = app
-                    _ = sendContinued(continued, payload: delivery.payload, to: sink, app: app)
+                    _ = LocalClients.sendContinued(continued, payload: delivery.payload, to: sink, app: app)
                 default:
                     _ = sink.send(event)
                 }

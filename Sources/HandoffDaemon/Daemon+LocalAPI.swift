@@ -157,8 +157,7 @@ extension Daemon {
         case let .awaitStream(sequence): return plain(try await awaitStream(sequence: sequence, connection: connection))
         case let .openStream(peer, sequence): return plain(try await openStream(peer: peer, sequence: sequence, connection: connection))
         case let .subscribe(payloads):
-            let declared = declarations.registered[ObjectIdentifier(connection)]
-            let sink = subscribers.add(connection, wantsPayloads: payloads || declared?.payloads == true)
+            let (sink, declared) = clients.subscribe(connection, payloads: payloads)
             // Through the sink, so the reply comes before the first event.
             _ = sink.send(line: JSONWriter.line(Reply(id: id, outcome: .success(["subscribed": true])).json))
             if let declared {
@@ -221,7 +220,7 @@ extension Daemon {
             throw HandoffError(.notFound, "\(peer.name) offers nothing to decline.", fix: "Run 'handoff-peer list'.")
         }
         peers.decline(peer.key, sequence: offer.summary.sequence)
-        history.declined(peer.key, sequence: offer.summary.sequence, nowMillis: wallClockMillis())
+        discovery.history.declined(peer.key, sequence: offer.summary.sequence, nowMillis: wallClockMillis())
         broadcast(.declined(peer: peer.deviceID.description, type: offer.summary.activityType))
         return ["declined": .string(peer.deviceID.description)]
     }
@@ -244,34 +243,23 @@ extension Daemon {
             types.insert(type)
         }
         // Held while this connection stays open: an app that quits stops declaring.
-        declarations.registered[ObjectIdentifier(connection)] = .init(app: app, types: types, desktopID: desktopID, payloads: payloads)
         // Either order works: subscribed first, the payloads wish and the kept continuation apply now;
         // else when it subscribes (Docs/LOCAL-API.md, "declare").
-        if payloads, let sink = subscribers.sink(of: connection) { sink.wantsPayloads = true }
+        clients.declare(connection, .init(app: app, types: types, desktopID: desktopID, payloads: payloads))
         log.info("app \(app) declares \(types.count) activity type(s)")
         deliverPending(to: connection, app: app, desktopID: desktopID, types: types)
         return ["declared": .array(types.sorted().map { .string($0) })]
     }
 
     private func declarationList() -> [AppEntry] {
-        let running = declarations.registered.values.map { AppEntry(app: $0.app, running: true, types: $0.types.sorted(), desktopFile: nil) }
-        let disk = declarations.disk.current().map { AppEntry(app: $0.name, running: false, types: $0.types, desktopFile: $0.desktopID) }
+        let running = clients.declarations.registered.values.map { AppEntry(app: $0.app, running: true, types: $0.types.sorted(), desktopFile: nil) }
+        let disk = clients.declarations.disk.current().map { AppEntry(app: $0.name, running: false, types: $0.types, desktopFile: $0.desktopID) }
         return running + disk
     }
 
-    /// Sends `continued` to every subscriber: the payload goes (by descriptor) only to
-    /// the app it is delivered to, and only when that app asked for payloads.
+    /// Sends `continued` to every subscriber but `skipped` (LocalClients.broadcastContinued).
     func broadcastContinued(_ event: ContinuedEvent, payload: PayloadBuffer, except skipped: ObjectIdentifier? = nil) {
-        subscribers.send(except: skipped) { sendContinued(event, payload: payload, to: $0) }
-    }
-
-    /// One `continued` to one sink, with the payload when the sink is the app it is for and asked for payloads.
-    func sendContinued(_ event: ContinuedEvent, payload: PayloadBuffer, to sink: EventSink, app: String? = nil) -> Bool {
-        let owner = app ?? declarations.registered[ObjectIdentifier(sink.connection)]?.app
-        guard sink.wantsPayloads, owner == event.deliverTo else { return sink.send(.continued(event)) }
-        var carrying = event
-        carrying.payloadFd = 0
-        return sink.send(.continued(carrying), payload: payload)
+        clients.broadcastContinued(event, payload: payload, except: skipped)
     }
 
     private func publishResult(_ entry: PublishedActivity) -> PublishReceipt {
@@ -287,7 +275,7 @@ extension Daemon {
     func peerList() -> [PeerEntry] {
         let now = wallClockMillis()
         // With Bluetooth on, only devices that are near are listed (design: "near each other").
-        return peers.peers.values.filter { isNear($0.key, nowMillis: now) }
+        return peers.peers.values.filter { discovery.isNear($0.key, nowMillis: now) }
             .sorted { ($0.name, $0.deviceID) < ($1.name, $1.deviceID) }.map { peer in
             var offer: OfferInfo?
             if let visible = peer.visibleOffer(nowMillis: now) {
@@ -323,20 +311,20 @@ extension Daemon {
         })
         return [
             "deviceId": .string(deviceID.description), "publicKey": .string(identity.publicKey.hex),
-            "name": .string(configuration.name), "transferPort": .integer(Int64(transferPort)),
+            "name": .string(configuration.name), "transferPort": .integer(Int64(server.port)),
             "socket": .string(configuration.socketPath), "stateDirectory": .string(configuration.stateDirectory),
             "uptimeSeconds": .integer(Int64((monotonicMillis() - startedAtMillis) / 1000)),
-            "discovery": .array(discoveryPaths.map {
+            "discovery": .array(discovery.paths.map {
                 // Off, no beacon goes out, whatever the controller was last told.
-                let state = !settings.enabled && $0.name == DiscoveryPathName.bluetooth.rawValue && bluetooth?.currentStatus.available == true
-                    ? "scanning only on \(bluetooth?.currentStatus.adapter ?? configuration.hci ?? "the adapter"): no beacon while Handoff is off" : $0.state
+                let state = !settings.enabled && $0.name == DiscoveryPathName.bluetooth.rawValue && discovery.bluetooth?.currentStatus.available == true
+                    ? "scanning only on \(discovery.bluetooth?.currentStatus.adapter ?? configuration.hci ?? "the adapter"): no beacon while Handoff is off" : $0.state
                 return ["path": .string($0.name), "state": .string(state)]
             }),
-            "peers": .integer(Int64(peers.peers.values.filter { isNear($0.key, nowMillis: wallClockMillis()) }.count)), "trustedDevices": .integer(Int64(trust.entries.count)),
+            "peers": .integer(Int64(peers.peers.values.filter { discovery.isNear($0.key, nowMillis: wallClockMillis()) }.count)), "trustedDevices": .integer(Int64(trust.entries.count)),
             "drops": peers.drops.json, "budgets": budgetStatus(), "current": current, "publishers": publisherList, "mdns": mdnsStatus(), "bluetooth": bluetoothStatusOnAir(),
             // Disabled, the current activity is kept but offered to nobody.
             "enabled": .bool(settings.enabled), "offering": .bool(settings.enabled && published != nil),
-            "transfers": ["served": .integer(Int64(servedCount)), "refused": .integer(Int64(refusedCount))],
+            "transfers": ["served": .integer(Int64(server.served)), "refused": .integer(Int64(server.refused))],
         ]
     }
 
@@ -347,15 +335,15 @@ extension Daemon {
             return ["active": .integer(Int64(counters.active)), "refusedOverLimit": .integer(Int64(counters.refusedOverLimit)),
                     "acceptFailures": .integer(Int64(counters.acceptFailures)), "evictedUnproven": .integer(Int64(counters.evictedUnproven))]
         }
-        return ["discovery": inbox?.counters.json ?? .null,
-                "transferConnections": listener(transferListener), "localConnections": listener(apiListener)]
+        return ["discovery": sources.inbox?.counters.json ?? .null,
+                "transferConnections": listener(server.listener), "localConnections": listener(sources.localAPI)]
     }
 
     /// Handoff off: no beacon goes out, whatever the controller does.
     private func bluetoothStatusOnAir() -> JSONValue {
         guard case var .object(fields) = bluetoothStatus(), fields["available"] == .bool(true) else { return bluetoothStatus() }
         fields["beacon"] = .bool(settings.enabled)
-        if !settings.enabled { fields["state"] = .string("scanning only on \(bluetooth?.currentStatus.adapter ?? configuration.hci ?? "the adapter"): no beacon while Handoff is off") }
+        if !settings.enabled { fields["state"] = .string("scanning only on \(discovery.bluetooth?.currentStatus.adapter ?? configuration.hci ?? "the adapter"): no beacon while Handoff is off") }
         return .object(fields)
     }
 
@@ -368,12 +356,12 @@ extension Daemon {
     }
 
     private func mdnsStatus() -> JSONValue {
-        guard let mdns else { return ["enabled": false] }
+        guard let mdns = discovery.mdns else { return ["enabled": false] }
         let state = mdns.currentStatus
         let recognised = recognisedSightings(nowMillis: wallClockMillis())
         return ["enabled": true, "available": .bool(state.available), "state": .string(state.text),
                 "instance": state.publishedInstance.map { .string($0) } ?? .null,
-                "servicesSeen": .integer(Int64(sightings.count)),
+                "servicesSeen": .integer(Int64(discovery.sightings.count)),
                 "trustedServicesSeen": .integer(Int64(Set(recognised.map(\.sighting.instance)).count))]
     }
 
@@ -387,7 +375,7 @@ extension Daemon {
                                fix: "Run 'handoff-peer devices' to see the paired devices, their names and ids.")
         }
         try trust.remove(entry.key, nowMillis: wallClockMillis())
-        history.unpairedHere(entry.key, name: entry.name, nowMillis: wallClockMillis())
+        discovery.history.unpairedHere(entry.key, name: entry.name, nowMillis: wallClockMillis())
         emit(peers.remove(entry.key))
         trustChanged()
         log.info("no longer trusting \(Ed25519.deviceID(of: entry.key))")
@@ -396,8 +384,7 @@ extension Daemon {
 
     /// A local client went away: its subscription and its app registration end.
     func unsubscribe(_ connection: StreamConnection) {
-        subscribers.remove(connection)
-        if declarations.registered.removeValue(forKey: ObjectIdentifier(connection)) != nil {
+        if clients.disconnected(connection) {
             log.info("an app's run-time declaration ended with its connection")
         }
     }

@@ -56,6 +56,8 @@ struct PairingState {
     var listeners: [Int: CheckedContinuation<Result<Offer, HandoffError>, Never>] = [:]
     var nextListener = 0
     var openUntilMillis: UInt64 = 0
+    /// When the last clear pairing beacon went out (monotonic ms).
+    var lastBeaconMillis: UInt64?
 
     static let decisionTimeoutSeconds = 120
     /// Devices answering as candidates at once while pairing is open; one per address.
@@ -65,6 +67,11 @@ struct PairingState {
     static let maximumBeaconsPerHost = 4
 
     enum Availability: Sendable, Equatable { case open, closed, busy }
+
+    /// When the next clear pairing beacon is due (monotonic ms): at once if none went out yet.
+    func nextBeaconMillis(intervalMillis: UInt64) -> UInt64 {
+        lastBeaconMillis.map { $0 &+ intervalMillis } ?? 0
+    }
 
     /// Whether a device at `host` may start a pairing handshake now: while pairing is open,
     /// one session per address and `maximumCandidates` in all.

@@ -26,8 +26,8 @@ extension Daemon {
             return
         }
         try path.start(observer: observer)
-        discoveryPaths.append(path)
-        bluetooth = path
+        discovery.paths.append(path)
+        discovery.bluetooth = path
     }
 
     /// True when bluetoothd is on the system bus (or can be started there): BlueZ is then the default backend.
@@ -35,21 +35,11 @@ extension Daemon {
         BlueZPresence.isBluetoothdOnSystemBus()
     }
 
-    /// True when proximity holds: always without Bluetooth (opted out), else a fresh, strong beacon.
-    func isNear(_ key: DeviceKey, nowMillis: UInt64) -> Bool {
-        bluetooth == nil || proximity.isNear(key, nowMillis: nowMillis)
-    }
-
     func heardBeacon(token: [UInt8], rssi: Int, nowMillis: UInt64) {
         enterPeriod(nowMillis: nowMillis)
-        guard let key = keys.beaconTokens[token] else {
-            unknownBeacons += 1
-            log.debug("bluetooth: a beacon with a token of no paired device, \(rssi) dBm")
-            return
-        }
-        let wasNear = proximity.isNear(key, nowMillis: nowMillis)
-        proximity.heard(key, rssi: rssi, nowMillis: nowMillis)
-        if !wasNear && proximity.isNear(key, nowMillis: nowMillis) {
+        let key = keys.beaconTokens[token]
+        if key == nil { log.debug("bluetooth: a beacon with a token of no paired device, \(rssi) dBm") }
+        if discovery.heardBeacon(of: key, rssi: rssi, nowMillis: nowMillis), let key {
             log.info("\(Ed25519.deviceID(of: key)) is near")
             broadcast(.near(peer: Ed25519.deviceID(of: key).description))
             // It just came near: tell it what we offer now, not at the next interval.
@@ -58,26 +48,26 @@ extension Daemon {
     }
 
     func proximityJSON(_ key: DeviceKey, nowMillis: UInt64) -> JSONValue {
-        guard bluetooth != nil else { return ["enforced": false] }
-        guard let reading = proximity.readings[key] else {
-            return ["enforced": true, "near": false, "thresholdDBM": .integer(Int64(proximity.settings.thresholdDBM))]
+        guard discovery.bluetooth != nil else { return ["enforced": false] }
+        guard let reading = discovery.proximity.readings[key] else {
+            return ["enforced": true, "near": false, "thresholdDBM": .integer(Int64(discovery.proximity.settings.thresholdDBM))]
         }
-        return ["enforced": true, "near": .bool(proximity.isNear(key, nowMillis: nowMillis)),
+        return ["enforced": true, "near": .bool(discovery.proximity.isNear(key, nowMillis: nowMillis)),
                 "rssi": .double((reading.smoothedRSSI * 10).rounded() / 10),
                 "lastHeardMillisAgo": .integer(Int64(clamping: nowMillis &- reading.lastHeardMillis)),
-                "thresholdDBM": .integer(Int64(proximity.settings.thresholdDBM))]
+                "thresholdDBM": .integer(Int64(discovery.proximity.settings.thresholdDBM))]
     }
 
     func bluetoothStatus() -> JSONValue {
-        guard let bluetooth else {
+        guard let bluetooth = discovery.bluetooth else {
             return ["enabled": false, "state": "off: bluetoothd is not on the system bus and no --hci was given; proximity is not enforced on this host"]
         }
         let state = bluetooth.currentStatus
         return ["enabled": true, "backend": .string(state.backend), "device": state.adapter.map { .string($0) } ?? .null,
                 "available": .bool(state.available), "state": .string(state.text), "address": state.address.map { .string($0) } ?? .null,
                 "scanning": state.scanning.map { .string($0) } ?? .null,
-                "beaconsHeard": .integer(Int64(state.beaconsHeard)), "unknownBeacons": .integer(Int64(unknownBeacons)),
-                "thresholdDBM": .integer(Int64(proximity.settings.thresholdDBM)),
-                "freshnessMillis": .integer(Int64(proximity.settings.freshnessMillis))]
+                "beaconsHeard": .integer(Int64(state.beaconsHeard)), "unknownBeacons": .integer(Int64(discovery.unknownBeacons)),
+                "thresholdDBM": .integer(Int64(discovery.proximity.settings.thresholdDBM)),
+                "freshnessMillis": .integer(Int64(discovery.proximity.settings.freshnessMillis))]
     }
 }

@@ -42,13 +42,13 @@ extension Daemon {
             throw HandoffError(.invalidRequest, "The current activity was published without supportsContinuationStreams.",
                                fix: "Set supportsContinuationStreams to true and publish it again.")
         }
-        if streams.waiters.count >= ContinuationStreams.maximumWaiters {
-            let oldest = streams.waiters.removeFirst()
+        if server.streams.waiters.count >= ContinuationStreams.maximumWaiters {
+            let oldest = server.streams.waiters.removeFirst()
             oldest.continuation.resume(returning: .failure(HandoffError(.notCurrent, "Too many apps wait for continuation streams here; this wait was the oldest.",
                                                                         fix: "Wait again if the app still wants a stream.")))
         }
         let outcome = await withCheckedContinuation { continuation in
-            streams.waiters.append(.init(sequence: sequence, connection: connection, continuation: continuation))
+            server.streams.waiters.append(.init(sequence: sequence, connection: connection, continuation: continuation))
         }
         let relay = try outcome.get()
         StreamRelay.handOver(relay, on: connection)
@@ -98,7 +98,7 @@ extension Daemon {
 
     /// A connection that carries a stream must carry nothing else: no events in the middle of the bytes.
     private func requireDedicated(_ connection: StreamConnection, op: String) throws(HandoffError) {
-        guard subscribers.sink(of: connection) == nil else {
+        guard clients.subscribers.sink(of: connection) == nil else {
             throw .invalidRequest("\(op) needs a connection of its own: this one is subscribed to events.")
         }
     }
@@ -107,9 +107,9 @@ extension Daemon {
     /// expired): apps waiting for a stream to an activity no longer current are told.
     func continuationStreamsActivityChanged() {
         let current = published.map { $0.activity.supportsContinuationStreams ? $0.activity.sequence : nil } ?? nil
-        let stale = streams.waiters.filter { $0.sequence != current }
+        let stale = server.streams.waiters.filter { $0.sequence != current }
         guard !stale.isEmpty else { return }
-        streams.waiters.removeAll { $0.sequence != current }
+        server.streams.waiters.removeAll { $0.sequence != current }
         for waiter in stale {
             waiter.continuation.resume(returning: .failure(HandoffError(.notCurrent, "Activity \(waiter.sequence) is no longer the one this host offers.",
                                                                         fix: "Wait for streams to the activity published now.")))
@@ -156,27 +156,20 @@ extension Daemon {
     /// exactly, not expired) that asked for streams, and only if an app waits for it.
     func admitStream(_ request: TransferFrame.FetchRequest, from requester: DeviceKey, channel: SecureChannel) -> StreamAdmission {
         let requesterID = Ed25519.deviceID(of: requester)
-        func refuse(_ code: HandoffError.Code, _ message: String) -> StreamAdmission {
-            refusedCount += 1
-            log.info("refused a continuation stream from \(requesterID): \(code.rawValue)")
-            return .refuse(.init(code: code, message: message))
+        func refuse(_ refusal: TransferFrame.Refusal) -> StreamAdmission {
+            server.countRefused()
+            log.info("refused a continuation stream from \(requesterID): \(refusal.code.rawValue)")
+            return .refuse(refusal)
         }
-        guard trust.contains(requester) else { return refuse(.trust, Self.noLongerTrusted) }
-        guard settings.enabled else { return refuse(.enabled, "Handoff is switched off on \(configuration.name)") }
-        guard let current = published, request.summarySender == identity.publicKey,
-              request.summarySequence == current.summary.summary.sequence,
-              constantTimeEqual(request.payloadDigest, current.summary.summary.payloadDigest),
-              !current.activity.isExpired(nowMillis: wallClockMillis())
-        else {
-            return refuse(.notCurrent, "the activity you continued is no longer the current one on \(configuration.name)")
+        let current: PublishedActivity
+        switch TransferServer.admission(transferRequest(.stream, citing: request, from: requester), current: published) {
+        case let .admit(admitted): current = admitted
+        case let .refuse(refusal): return refuse(refusal)
         }
-        guard current.activity.supportsContinuationStreams else {
-            return refuse(.invalidRequest, "the activity was published without continuation streams")
+        guard let index = server.streams.waiters.firstIndex(where: { $0.sequence == current.activity.sequence }) else {
+            return refuse(.init(code: .app, message: "no app on \(configuration.name) is waiting for a stream of this activity"))
         }
-        guard let index = streams.waiters.firstIndex(where: { $0.sequence == current.activity.sequence }) else {
-            return refuse(.app, "no app on \(configuration.name) is waiting for a stream of this activity")
-        }
-        let waiter = streams.waiters.remove(at: index)
+        let waiter = server.streams.waiters.remove(at: index)
         let relay = StreamRelay(app: waiter.connection, channel: channel, role: .originating)
         waiter.continuation.resume(returning: .success(relay))
         log.info("continuation stream from \(requesterID) for activity \(current.activity.sequence)")

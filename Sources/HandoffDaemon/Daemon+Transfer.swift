@@ -56,8 +56,14 @@ extension Daemon {
         }
     }
 
+    /// What the transfer server's decision needs to know of a request and of this host now.
+    func transferRequest(_ purpose: TransferServer.Purpose, citing request: TransferFrame.FetchRequest, from requester: DeviceKey) -> TransferServer.Request {
+        TransferServer.Request(purpose: purpose, cited: request, requesterTrusted: trust.contains(requester), enabled: settings.enabled,
+                               hostName: configuration.name, ownKey: identity.publicKey, nowMillis: wallClockMillis())
+    }
+
     func countStrangerHandshake() {
-        refusedCount += 1
+        server.countRefused()
         log.info("refused a handshake from a device that is not paired")
     }
 
@@ -66,7 +72,7 @@ extension Daemon {
         // Only a device we untrusted gets here without being trusted: it knows
         // who we are, and hears over the authenticated channel that we no longer trust it.
         guard waitFor({ await self.trust.contains(requester) }) else {
-            try channel.send(.refusal(.init(code: .trust, message: Self.noLongerTrusted)))
+            try channel.send(.refusal(.init(code: .trust, message: TransferServer.noLongerTrusted)))
             waitFor { await self.countRefusal(requester) }
             // Its request may still be on the way: closing with it unread would reset
             // the connection and could discard the refusal before the peer reads it.
@@ -99,10 +105,8 @@ extension Daemon {
         _ = try? channel.connection.read(exactly: 1)
     }
 
-    static let noLongerTrusted = "this device is no longer trusted here"
-
     func countRefusal(_ requester: DeviceKey) {
-        refusedCount += 1
+        server.countRefused()
         log.info("refused fetch from untrusted \(Ed25519.deviceID(of: requester))")
     }
 
@@ -111,28 +115,16 @@ extension Daemon {
     /// whole payload is returned; the caller sends it from the request's offset.
     func answer(_ request: TransferFrame.FetchRequest, from requester: DeviceKey, remote: String) -> TransferFrame {
         let requesterID = Ed25519.deviceID(of: requester)
-        func refuse(_ code: HandoffError.Code, _ message: String) -> TransferFrame {
-            refusedCount += 1
-            log.info("refused fetch from \(requesterID) at \(remote): \(code.rawValue)")
-            return .refusal(.init(code: code, message: message))
+        let current: PublishedActivity
+        switch TransferServer.admission(transferRequest(.fetch, citing: request, from: requester), current: published) {
+        case let .admit(admitted):
+            current = admitted
+        case let .refuse(refusal):
+            server.countRefused()
+            log.info("refused fetch from \(requesterID) at \(remote): \(refusal.code.rawValue)")
+            return .refusal(refusal)
         }
-        guard trust.contains(requester) else {
-            return refuse(.trust, Self.noLongerTrusted)
-        }
-        guard settings.enabled else {
-            return refuse(.enabled, "Handoff is switched off on \(configuration.name)")
-        }
-        guard let current = published, request.summarySender == identity.publicKey,
-              request.summarySequence == current.summary.summary.sequence,
-              constantTimeEqual(request.payloadDigest, current.summary.summary.payloadDigest),
-              !current.activity.isExpired(nowMillis: wallClockMillis())
-        else {
-            return refuse(.notCurrent, "the activity you accepted is no longer the current one on \(configuration.name)")
-        }
-        guard request.offset < UInt64(current.payload.count) || request.offset == 0 else {
-            return refuse(.invalidRequest, "a resume from byte \(request.offset) is past the end of the payload")
-        }
-        servedCount += 1
+        server.countServed()
         log.info("serving activity of type \(current.activity.type) to \(requesterID) from byte \(request.offset)")
         broadcast(.payloadServed(peer: requesterID.description, type: current.activity.type,
                                  sequence: Int64(clamping: current.activity.sequence)))

@@ -8,7 +8,7 @@ import HandoffMDNS
 import HandoffTransport
 
 /// The daemon's single owner of state: identity, trust, the published
-/// activity, the peer table and the subscribers. Socket threads and discovery
+/// activity, the peer table and the clients.subscribers. Socket threads and discovery
 /// callbacks hop onto this actor; blocking I/O runs on threads of its own.
 public actor Daemon {
     let configuration: DaemonConfiguration
@@ -22,44 +22,20 @@ public actor Daemon {
     var peers: PeerTable
     /// What this host offers, the sequences it says it with and who hears it next (Offering).
     var offering: Offering
-    /// Apps waiting for a continuation stream (Daemon+Streams).
-    var streams = ContinuationStreams()
-    /// The one timer and when it fires next (monotonic ms; .max: not armed).
-    var timer: WakeTimer?
-    /// Route netlink: a link or address change is handled at once, not at the next tick.
-    var networkWatcher: NetworkChangeWatcher?
-    var wakeAtMillis: UInt64 = .max
-    var lastPairingBeaconMillis: UInt64?
-    var subscribers = Subscribers()
-    var discoveryPaths: [any DiscoveryPath] = []
-    var mdns: AvahiDiscovery?
-    var multicast: MulticastDiscovery?
-    var unicast: UnicastAnnouncer?
-    /// mDNS sightings by instance name (one per address family and link).
-    var sightings: [String: [ServiceSighting]] = [:]
     /// Hints, tokens and secrets of the paired devices for the current period (PeriodKeys).
     var keys = PeriodKeys()
     var pairing = PairingState()
-    var bluetooth: (any BluetoothPresence)?
-    var proximity: ProximityTracker
-    var unknownBeacons = 0
-    var inbox: ObservationInbox?
-    var pairingBeaconBudget = SourceBudget(perSource: Daemon.pairingBeaconRate, overall: Daemon.pairingBeaconOverallRate,
-                                           maximumSources: 256)
-    var declarations = AppDeclarations()
-    var desktopWatcher: DesktopFileWatcher?
+    /// The discovery paths, mDNS sightings, proximity and what paired devices last said (Discovery).
+    var discovery: Discovery
+    /// Subscriptions and app declarations on the local API, and installed apps' types (LocalClients).
+    var clients = LocalClients()
     /// Every accept in progress (AcceptJobs).
     var accepts = Accepts()
-    /// What each paired device last said, kept after it leaves (Daemon+Conditions).
-    var history = PeerHistory()
-    /// When each listed paired device was last asked by multicast (checkMulticastPaths).
-    var multicastChecks: [DeviceKey: UInt64] = [:]
-    var transferListener: StreamListener?
-    var apiListener: StreamListener?
-    var transferPort: UInt16 = 0
+    /// The timer, route netlink, the desktop watcher, the discovery inbox and the local API listener.
+    var sources = EventSources()
+    /// The transfer port and the one decision of what it serves (TransferServer).
+    var server = TransferServer()
     let startedAtMillis = monotonicMillis()
-    var servedCount = 0
-    var refusedCount = 0
 
     /// The activity on the air. Streams waiting for one no longer current are told when it changes.
     var published: PublishedActivity? {
@@ -83,7 +59,7 @@ public actor Daemon {
         trust = try TrustStore.load(from: stateDirectory)
         settings = try Settings.load(from: stateDirectory)
         peers = PeerTable(ownKey: identity.publicKey, fingerprint: Ed25519.deviceID(of:))
-        proximity = ProximityTracker(settings: configuration.proximity)
+        discovery = Discovery(proximity: configuration.proximity)
         let loaded = try ReplayState.load(from: stateDirectory)
         offering = Offering(loaded: loaded,
                             schedule: AnnounceSchedule(keepaliveMillis: configuration.announceIntervalMillis,
@@ -147,8 +123,8 @@ public actor Daemon {
     public func start() throws(HandoffError) {
         log.info("device id \(deviceID), name '\(configuration.name)', \(trust.entries.count) trusted device(s)")
         let transfer = try openTransferPort()
-        transferListener = transfer
-        transferPort = transfer.port
+        server.listener = transfer
+        server.port = transfer.port
         transfer.run(name: "transfer", limits: Self.transferConnectionLimits) { [self] connection in
             // The handshake must finish within this, however slowly bytes trickle in.
             connection.setDeadline(millisFromNow: Self.handshakeDeadlineMillis)
@@ -156,13 +132,13 @@ public actor Daemon {
         }
         try startLocalAPI()
         if let watcher = DesktopFileWatcher(directories: AppDeclarations.applicationDirectories(), log: log) {
-            desktopWatcher = watcher
-            declarations.disk.watch { watcher.changes() }
+            sources.desktopWatcher = watcher
+            clients.declarations.disk.watch { watcher.changes() }
         }
-        timer = WakeTimer { [self] in Task { await self.wake() } }
-        networkWatcher = NetworkChangeWatcher { [self] in Task { await self.networkChanged() } }
+        sources.timer = WakeTimer { [self] in Task { await self.wake() } }
+        sources.networkWatcher = NetworkChangeWatcher { [self] in Task { await self.networkChanged() } }
         try startDiscovery()
-        multicast?.refreshInterfaces()
+        discovery.multicast?.refreshInterfaces()
         // Nobody is known yet: every paired device gets a first contact, which it answers.
         offering.schedule.firstContact(all: true)
         flushAnnouncements()
@@ -184,7 +160,7 @@ public actor Daemon {
         }
         do {
             let listener = try StreamListener.unix(path: path)
-            apiListener = listener
+            sources.localAPI = listener
             listener.run(name: "local API", limits: Self.localConnectionLimits) { [self] connection in serveLocalClient(connection) }
         } catch {
             throw HandoffError(.storage, "Cannot listen on \(path): \(error).",
@@ -198,17 +174,14 @@ public actor Daemon {
     /// written by `finish(subscribers:)`, off the actor, within a bound.
     public func shutdown() -> ShutdownHandle {
         log.info("stopping")
-        timer?.stop()
-        desktopWatcher?.stop()
-        networkWatcher?.stop()
+        sources.stopAll()
         sayGoodbye()
         saveReplayState()
         failActiveAccepts()
-        for path in discoveryPaths { path.stop() }
-        transferListener?.stop()
-        apiListener?.stop()
+        for path in discovery.paths { path.stop() }
+        server.listener?.stop()
         unlink(configuration.socketPath)
-        return ShutdownHandle(sinks: subscribers.removeAll())
+        return ShutdownHandle(sinks: clients.subscribers.removeAll())
     }
 
     /// What is left to do after `shutdown()`, on the caller's thread.
@@ -225,7 +198,7 @@ public actor Daemon {
     /// every paired device hears from this host at once, from its new address. Issue 24 measured
     /// 23 s until the next tick noticed an interface going down.
     func networkChanged() {
-        let changed = multicast?.refreshInterfaces() ?? true
+        let changed = discovery.multicast?.refreshInterfaces() ?? true
         guard changed else { return }
         log.info("a network interface or address changed (netlink): announcing to every paired device")
         offering.schedule.firstContact(all: true)
@@ -234,7 +207,7 @@ public actor Daemon {
 
     /// The timer fired: housekeeping, then whatever announcement is due; it re-arms itself.
     func wake() {
-        wakeAtMillis = .max
+        sources.fired()
         housekeeping()
         flushAnnouncements()
     }
@@ -243,10 +216,8 @@ public actor Daemon {
     /// Nothing wakes the daemon when nothing is due: no polling.
     func armWake(devices: [AnnounceSchedule.Device]) {
         let delay = nextWakeDelay(devices: devices)
-        let target = monotonicMillis() &+ delay
-        guard target < wakeAtMillis, let timer else { return }
-        wakeAtMillis = target
-        timer.arm(afterMillis: delay)
+        let now = monotonicMillis()
+        sources.arm(at: now &+ delay, nowMillis: now)
     }
 
     /// Milliseconds until the earliest of: the next announcement (AnnounceSchedule), a
@@ -261,8 +232,7 @@ public actor Daemon {
         for peer in peers.peers.values {
             delay = min(delay, until(peer.lastSeenMillis &+ peer.ttlMillis, wall))
             // The first multicast check of a newly listed device, once (a past deadline wakes nothing).
-            let check = peer.appearedMillis &+ Self.multicastCheckAfterMillis
-            if multicast != nil, multicastChecks[peer.key] == nil, check > wall { delay = min(delay, check - wall) }
+            if let check = discovery.firstMulticastCheck(of: Discovery.Listed(peer)), check > wall { delay = min(delay, check - wall) }
         }
         if let current = published {
             if let expires = current.activity.expiresAtMillis { delay = min(delay, until(expires, wall)) }
@@ -270,29 +240,8 @@ public actor Daemon {
         }
         let rotation = ServiceRecord.rotationSeconds * 1000
         delay = min(delay, until((ServiceRecord.epoch(wallClockMillis: wall) &+ 1) * rotation, wall))
-        if isPairingOpen() { delay = min(delay, until((lastPairingBeaconMillis ?? 0) &+ pairingBeaconIntervalMillis, mono)) }
+        if isPairingOpen() { delay = min(delay, until(pairing.nextBeaconMillis(intervalMillis: pairingBeaconIntervalMillis), mono)) }
         return delay
-    }
-
-    /// The active multicast check (issue 24: a filtered network showed only after two 15-minute
-    /// periods): a paired device listed for 10 s and not heard by multicast within a period is
-    /// asked by multicast, at most once a period, to answer the way it was asked. At rest on a
-    /// network that carries multicast, every device is heard so once a period: no check goes out.
-    /// No multicast answer within 10 s is the evidence for multicast-filtered.
-    static let multicastCheckAfterMillis: UInt64 = 10_000
-
-    func checkMulticastPaths(nowMillis now: UInt64) {
-        guard multicast != nil else { return }
-        multicastChecks = multicastChecks.filter { peers.peers[$0.key] != nil }
-        let due = peers.peers.values.filter { peer in
-            peer.appearedMillis + Self.multicastCheckAfterMillis <= now
-                // Heard by multicast within a period (every host multicasts one copy a period): it works.
-                && !(peer.lastSeenByPath["multicast"].map { $0 + ServiceRecord.rotationSeconds * 1000 + 60_000 > now } ?? false)
-                && (multicastChecks[peer.key].map { $0 + ServiceRecord.rotationSeconds * 1000 <= now } ?? true)
-        }.map(\.key)
-        guard !due.isEmpty else { return }
-        for key in due { multicastChecks[key] = now }
-        offering.schedule.checkMulticast(due)
     }
 
     /// A pairing beacon as often as announcements used to go, at most every 5 s: pairing is short and user-driven.
@@ -305,11 +254,11 @@ public actor Daemon {
         if now &- offering.replaySavedAtMillis >= Self.replayStateSaveIntervalMillis { saveReplayState() }
         emit(peers.expire(nowMillis: now))
         // With route netlink, changes arrive as they happen (networkChanged); only without it are they polled here.
-        if networkWatcher == nil, multicast?.refreshInterfaces() == true {
+        if sources.networkWatcher == nil, discovery.multicast?.refreshInterfaces() == true {
             log.info("a network interface or address changed: announcing to every paired device by multicast")
             offering.schedule.firstContact(all: true)
         }
-        checkMulticastPaths(nowMillis: now)
+        offering.schedule.checkMulticast(discovery.multicastChecksDue(peers.peers.values.map(Discovery.Listed.init), nowMillis: now))
         enterPeriod(nowMillis: now)
         if let current = published {
             if current.activity.isExpired(nowMillis: now) {
@@ -376,8 +325,8 @@ public actor Daemon {
         if let deliveries = offering.schedule.take(nowMillis: mono, devices: devices) {
             send(.present, deliveries, nowMillis: wall)
         }
-        if isPairingOpen(), lastPairingBeaconMillis.map({ mono &- $0 >= pairingBeaconIntervalMillis }) ?? true {
-            lastPairingBeaconMillis = mono
+        if isPairingOpen(), pairing.nextBeaconMillis(intervalMillis: pairingBeaconIntervalMillis) <= mono {
+            pairing.lastBeaconMillis = mono
             sendPairingBeacon(nowMillis: wall)
         }
         armWake(devices: devices)
@@ -398,16 +347,16 @@ public actor Daemon {
             let peer = peers.peers[key].flatMap { $0.isExpired(nowMillis: now) ? nil : $0 }
             let sighting = sighted.first { $0.key == key }?.sighting
             var endpoint: (host: String, port: UInt16)?
-            if unicast != nil {
+            if discovery.unicast != nil {
                 if let peer {
                     if peer.senderState.contains(.acceptsUnicast), let host = peer.hosts.first { endpoint = (host, peer.transferPort) }
                 } else if let sighting {
                     endpoint = (sighting.host, sighting.port)
                 }
             }
-            let near = bluetooth != nil && proximity.isNear(key, nowMillis: now)
+            let near = discovery.bluetooth != nil && discovery.proximity.isNear(key, nowMillis: now)
             return AnnounceSchedule.Device(key: key, present: peer != nil, seen: near || sighting != nil,
-                                           eligible: !settings.enabled || isNear(key, nowMillis: now), unicast: endpoint)
+                                           eligible: !settings.enabled || discovery.isNear(key, nowMillis: now), unicast: endpoint)
         }
     }
 
@@ -419,7 +368,7 @@ public actor Daemon {
         reserve(reservation)
         // A disabled host still tells its paired devices it is there and disabled, and offers nothing.
         var announcement = Announcement(kind: kind, senderKey: identity.publicKey, sequence: sequence,
-                                        timestampMillis: now, transferPort: transferPort,
+                                        timestampMillis: now, transferPort: server.port,
                                         ttlSeconds: configuration.peerTTLSeconds, name: configuration.name,
                                         summary: kind == .present && settings.enabled ? published?.summary : nil)
         announcement.state = senderState()
@@ -446,7 +395,7 @@ public actor Daemon {
         } catch {
             log.error("cannot encode announcement: \(error)")
         }
-        for path in discoveryPaths { path.announce(outgoing) }
+        for path in discovery.paths { path.announce(outgoing) }
     }
 
     /// While pairing is open: the clear beacon `pair` lists, by multicast.
@@ -454,12 +403,12 @@ public actor Daemon {
         let (sequence, reservation) = offering.nextAnnouncement(wallClockMillis: now)
         reserve(reservation)
         var beacon = Announcement(kind: .pairing, senderKey: identity.publicKey, sequence: sequence,
-                                  timestampMillis: now, transferPort: transferPort,
+                                  timestampMillis: now, transferPort: server.port,
                                   ttlSeconds: configuration.peerTTLSeconds, name: configuration.name, summary: nil)
         beacon.state = senderState()
         do {
             let bytes = try beacon.signedDatagram(by: identity)
-            for path in discoveryPaths { path.announce([OutgoingAnnouncement(recipient: nil, route: .multicast, bytes: bytes)]) }
+            for path in discovery.paths { path.announce([OutgoingAnnouncement(recipient: nil, route: .multicast, bytes: bytes)]) }
         } catch {
             log.error("cannot encode the pairing beacon: \(error)")
         }
@@ -470,8 +419,8 @@ public actor Daemon {
         if !settings.enabled { state.insert(.disabled) }
         if settings.enabled, published?.activity.webpageURL != nil { state.insert(.offerHasWebpageURL) }
         if settings.enabled { state.formUnion(offering.endedBy) }
-        if unicast != nil { state.insert(.acceptsUnicast) }
-        if let bluetooth {
+        if discovery.unicast != nil { state.insert(.acceptsUnicast) }
+        if let bluetooth = discovery.bluetooth {
             state.insert(.bluetoothConfigured)
             if bluetooth.currentStatus.available { state.insert(.bluetoothWorking) }
         }
@@ -602,7 +551,7 @@ public actor Daemon {
 
     func emit(_ events: [PeerEvent]) {
         // Where paired devices are (a handful of addresses): their connections never wait behind a stranger's rate.
-        transferListener?.setPreferredSources(Set(peers.peers.values.flatMap(\.hosts)))
+        server.listener?.setPreferredSources(Set(peers.peers.values.flatMap(\.hosts)))
         // A withdrawn or replaced offer and a goodbye must not come back from a
         // replayed datagram after a restart: the new high-water marks go to disk now.
         if events.contains(where: { if case .appeared = $0 { false } else { true } }) { saveReplayState() }
@@ -628,6 +577,6 @@ public actor Daemon {
 
     /// One event to every subscriber, encoded once.
     func broadcast(_ event: Event) {
-        subscribers.broadcast(line: JSONWriter.line(event.json))
+        clients.subscribers.broadcast(line: JSONWriter.line(event.json))
     }
 }

@@ -654,8 +654,8 @@ private let readerActivity = Activity(type: "org.example.reader.document", title
             #expect(!error.message.contains("alpha") && !error.message.contains(deviceID), "\(error.message)")
             #expect(error.message.contains("did not recognise this device"))
         }
-        #expect(await test.daemon.refusedCount == 1)
-        #expect(await test.daemon.servedCount == 0)
+        #expect(await test.daemon.server.refused == 1)
+        #expect(await test.daemon.server.served == 0)
     }
 
     /// A device this daemon untrusted still proves who it is, and hears, authenticated, that it is no longer trusted.
@@ -671,8 +671,8 @@ private let readerActivity = Activity(type: "org.example.reader.document", title
             #expect(error.message == "alpha no longer trusts this device: pair again.")
             #expect(error.fix == Daemon.fix(forRefusal: .trust, peerName: "alpha"))
         }
-        #expect(await test.daemon.refusedCount == 1)
-        #expect(await test.daemon.servedCount == 0)
+        #expect(await test.daemon.server.refused == 1)
+        #expect(await test.daemon.server.served == 0)
     }
 
     @Test func aPairedClientGetsTheCurrentActivity() async throws {
@@ -684,8 +684,8 @@ private let readerActivity = Activity(type: "org.example.reader.document", title
         expected.sequence = published.activity.sequence
         #expect(activity == expected)
         #expect(activity.title == "Chapter 1")
-        #expect(await test.daemon.servedCount == 1)
-        #expect(await test.daemon.refusedCount == 0)
+        #expect(await test.daemon.server.served == 1)
+        #expect(await test.daemon.server.refused == 0)
     }
 
     @Test func aPairedClientCitingAnOldOfferIsNotCurrent() async throws {
@@ -747,8 +747,8 @@ private let readerActivity = Activity(type: "org.example.reader.document", title
         }
         #expect(refusal.code == .trust)
         #expect(await test.daemon.answer(request, from: beta.publicKey, remote: "test") == .payload(published.payload))
-        #expect(await test.daemon.refusedCount == 1)
-        #expect(await test.daemon.servedCount == 1)
+        #expect(await test.daemon.server.refused == 1)
+        #expect(await test.daemon.server.served == 1)
     }
 
     @Test func answerRefusesAnythingButTheCurrentSummary() async throws {
@@ -772,7 +772,7 @@ private let readerActivity = Activity(type: "org.example.reader.document", title
             #expect(await daemon.answer(request, from: beta.publicKey, remote: "test").refusalCode == .notCurrent)
         }
         #expect(await daemon.answer(current, from: beta.publicKey, remote: "test") == .payload(published.payload))
-        #expect(await daemon.refusedCount == 4)
+        #expect(await daemon.server.refused == 4)
     }
 
     /// A resume gets the payload (sent from its offset by `serveFetch`) while the

@@ -1,0 +1,76 @@
+import HandoffCore
+import HandoffCrypto
+@testable import HandoffDaemon
+import HandoffTransport
+import Testing
+
+private let alice = try! Identity(seed: [UInt8](repeating: 2, count: 32)).publicKey
+private let bob = try! Identity(seed: [UInt8](repeating: 3, count: 32)).publicKey
+private let period = ServiceRecord.rotationSeconds * 1000
+
+private func sighting(_ instance: String, _ host: String) -> ServiceSighting {
+    ServiceSighting(instance: instance, host: host, port: 47181, txt: [])
+}
+
+@Suite struct DiscoveryTests {
+    @Test func sightingsAreBoundedInNumberAndInAddressesEach() {
+        var discovery = Discovery(proximity: .init())
+        for index in 0..<Discovery.maximumSightings {
+            let result1 = discovery.found(sighting("h\(index)", "10.0.0.1"))
+            #expect(result1 == .changed)
+        }
+        // Full: a new instance is refused, a known one still moves.
+        let result2 = discovery.found(sighting("stranger", "10.0.0.1"))
+        #expect(result2 == .refused)
+        for host in 1...6 { _ = discovery.found(sighting("h0", "10.0.1.\(host)")) }
+        #expect(discovery.sightings["h0"]?.map(\.host) == ["10.0.1.3", "10.0.1.4", "10.0.1.5", "10.0.1.6"])
+        let result3 = discovery.lost(instance: "h0")
+        #expect(result3 == .changed)
+        let result4 = discovery.lost(instance: "h0")
+        #expect(result4 == .unchanged)
+        let result5 = discovery.found(sighting("stranger", "10.0.0.1"))
+        #expect(result5 == .changed)
+    }
+
+    @Test func aBeaconBringsADeviceNearOnceAndUnknownTokensAreCounted() {
+        var discovery = Discovery(proximity: .init())
+        let result6 = discovery.heardBeacon(of: nil, rssi: -40, nowMillis: 1_000)
+        #expect(result6 == false)
+        #expect(discovery.unknownBeacons == 1)
+        let result7 = discovery.heardBeacon(of: alice, rssi: -50, nowMillis: 1_000)
+        #expect(result7)
+        let result8 = discovery.heardBeacon(of: alice, rssi: -50, nowMillis: 2_000)
+        #expect(result8 == false)
+        // Too weak: heard but not near.
+        let result9 = discovery.heardBeacon(of: bob, rssi: -90, nowMillis: 2_000)
+        #expect(result9 == false)
+        // Without Bluetooth every device counts as near (proximity is not enforced).
+        #expect(discovery.isNear(bob, nowMillis: 2_000))
+    }
+
+    @Test func aDeviceHeardOnlyByUnicastIsAskedByMulticastOncePerPeriod() {
+        var discovery = Discovery(proximity: .init())
+        discovery.multicast = MulticastDiscovery(configuration: .init())
+        let heardByUnicast = Discovery.Listed(key: alice, appearedMillis: 0, heardByMulticastMillis: nil)
+        let heardByMulticast = Discovery.Listed(key: bob, appearedMillis: 0, heardByMulticastMillis: 5_000)
+        #expect(discovery.firstMulticastCheck(of: heardByUnicast) == Discovery.multicastCheckAfterMillis)
+        // Not yet listed for 10 s.
+        #expect(discovery.multicastChecksDue([heardByUnicast, heardByMulticast], nowMillis: 9_999).isEmpty)
+        let result10 = discovery.multicastChecksDue([heardByUnicast, heardByMulticast], nowMillis: 10_000)
+        #expect(result10 == [alice])
+        #expect(discovery.firstMulticastCheck(of: heardByUnicast) == nil)
+        #expect(discovery.multicastChecksDue([heardByUnicast], nowMillis: 20_000).isEmpty)
+        let result11 = discovery.multicastChecksDue([heardByUnicast], nowMillis: 10_000 + period)
+        #expect(result11 == [alice])
+        // Gone from the list: forgotten, so listed again it is asked again.
+        #expect(discovery.multicastChecksDue([], nowMillis: 10_001 + period).isEmpty)
+        #expect(discovery.multicastCheck(of: alice) == nil)
+    }
+
+    @Test func withoutTheMulticastPathNothingIsChecked() {
+        var discovery = Discovery(proximity: .init())
+        let listed = Discovery.Listed(key: alice, appearedMillis: 0, heardByMulticastMillis: nil)
+        #expect(discovery.multicastChecksDue([listed], nowMillis: 60_000).isEmpty)
+        #expect(discovery.firstMulticastCheck(of: listed) == nil)
+    }
+}
