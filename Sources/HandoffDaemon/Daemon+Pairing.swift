@@ -36,13 +36,29 @@ struct PairingState {
         var key: DeviceKey
     }
 
-    struct Session {
-        var peer: Offer?
-        var ready: CheckedContinuation<Result<Offer, HandoffError>, Never>?
-        var decision: CheckedContinuation<Bool, Never>?
-        var decided: Bool?
-        var finish: CheckedContinuation<Result<Offer, HandoffError>, Never>?
-        var outcome: Result<Offer, HandoffError>?
+    typealias OfferWaiter = CheckedContinuation<Result<Offer, HandoffError>, Never>
+
+    /// One pairing dialog, from the connection to its outcome. The dialog runs on its
+    /// connection's thread and asks the actor at each step; the local user answers through
+    /// the local API (`pairConfirm`). Either may come first at the end: the state says who waits.
+    enum Session {
+        /// The dialog runs; the code is not known yet. An initiator's `pair` request waits for it.
+        case connecting(ready: OfferWaiter?)
+        /// The code is known and shown; the dialog waits for the local user's answer (nil once it
+        /// stopped waiting: the answer timed out, or pairing closed for a candidate still waiting).
+        case codeShown(Offer, decision: CheckedContinuation<Bool, Never>?)
+        /// The user answered; the dialog exchanges confirmations and keys, and the answer waits for the outcome.
+        case confirmed(Offer, finish: OfferWaiter?)
+        /// The dialog ended before the user answered: the answer gets this outcome.
+        case finished(Offer, Result<Offer, HandoffError>)
+
+        /// The code shown, once there is one.
+        var offer: Offer? {
+            switch self {
+            case .connecting: nil
+            case let .codeShown(offer, _), let .confirmed(offer, _), let .finished(offer, _): offer
+            }
+        }
     }
 
     var beacons: [DeviceKey: Beacon] = [:]
@@ -60,6 +76,8 @@ struct PairingState {
     var lastBeaconMillis: UInt64?
 
     static let decisionTimeoutSeconds = 120
+    /// Dialogs that ended with a code shown and no answer yet (the user may still type it): the oldest go.
+    static let maximumFinishedSessions = 16
     /// Devices answering as candidates at once while pairing is open; one per address.
     static let maximumCandidates = 4
     static let maximumBeacons = 32
@@ -157,11 +175,9 @@ extension Daemon {
     private func closePairingWindow() {
         pairing.openUntilMillis = 0
         for offer in pairing.waiting {
-            if let decision = pairing.sessions[offer.session]?.decision {
-                pairing.sessions[offer.session]?.decision = nil
+            if case let .codeShown(shown, decision?) = pairing.sessions[offer.session] {
+                pairing.sessions[offer.session] = .codeShown(shown, decision: nil)
                 decision.resume(returning: false)
-            } else {
-                pairing.sessions[offer.session]?.decided = false
             }
         }
         pairing.waiting.removeAll()
@@ -190,10 +206,9 @@ extension Daemon {
               open: @escaping @Sendable () throws(HandoffError) -> SecureChannel) async -> Result<PairingState.Offer, HandoffError> {
         pairing.nextSession += 1
         let id = pairing.nextSession
-        pairing.sessions[id] = PairingState.Session()
         let ownName = configuration.name
         return await withCheckedContinuation { continuation in
-            pairing.sessions[id]?.ready = continuation
+            pairing.sessions[id] = .connecting(ready: continuation)
             Threads.start("pairing") { [self] in
                 do throws(HandoffError) {
                     let channel = try open()
@@ -276,23 +291,21 @@ extension Daemon {
 
     /// `pairConfirm`: the local user's answer; returns once both sides have answered.
     func confirmPairing(session id: Int, accept: Bool) async -> Result<PairingState.Offer, HandoffError> {
-        guard var session = pairing.sessions[id], session.peer != nil else {
-            return .failure(HandoffError(.notFound, "There is no pairing session \(id) waiting for an answer.",
-                                         fix: "Start again with 'handoff-peer pair'."))
-        }
-        if let decision = session.decision {
-            session.decision = nil
-            decision.resume(returning: accept)
-        } else {
-            session.decided = accept
-        }
-        if let outcome = session.outcome {
+        let notWaiting = HandoffError(.notFound, "There is no pairing session \(id) waiting for an answer.",
+                                      fix: "Start again with 'handoff-peer pair'.")
+        switch pairing.sessions[id] {
+        case nil, .connecting?, .confirmed?:
+            // Not shown yet, or answered already (a second answer would wait forever).
+            return .failure(notWaiting)
+        case let .finished(_, outcome)?:
             pairing.sessions.removeValue(forKey: id)
             return outcome
-        }
-        pairing.sessions[id] = session
-        return await withCheckedContinuation { continuation in
-            pairing.sessions[id]?.finish = continuation
+        case let .codeShown(offer, decision)?:
+            // A dialog that stopped waiting (timed out) goes on with "no" and its outcome comes here.
+            decision?.resume(returning: accept)
+            return await withCheckedContinuation { continuation in
+                pairing.sessions[id] = .confirmed(offer, finish: continuation)
+            }
         }
     }
 
@@ -408,7 +421,7 @@ extension Daemon {
         guard pairingAvailability(host: host) == .open else { return nil }
         pairing.nextSession += 1
         let id = pairing.nextSession
-        pairing.sessions[id] = PairingState.Session()
+        pairing.sessions[id] = .connecting(ready: nil)
         pairing.responding[id] = host
         return id
     }
@@ -439,11 +452,9 @@ extension Daemon {
     /// The code is known: hand it to the waiting request (a responder's goes to the next
     /// `pairListen`, now or when one comes), then wait for the user's answer.
     func pairingReady(_ offer: PairingState.Offer) async -> Bool {
-        guard var session = pairing.sessions[offer.session] else { return false }
-        session.peer = offer
-        if let ready = session.ready {
+        guard case let .connecting(ready)? = pairing.sessions[offer.session] else { return false }
+        if let ready {
             ready.resume(returning: .success(offer))
-            session.ready = nil
         } else if pairing.responding[offer.session] != nil {
             if let (listenerID, listener) = pairing.listeners.min(by: { $0.key < $1.key }) {
                 pairing.listeners.removeValue(forKey: listenerID)
@@ -452,13 +463,8 @@ extension Daemon {
                 pairing.waiting.append(offer)
             }
         }
-        if let decided = session.decided {
-            pairing.sessions[offer.session] = session
-            return decided
-        }
-        pairing.sessions[offer.session] = session
         return await withCheckedContinuation { continuation in
-            pairing.sessions[offer.session]?.decision = continuation
+            pairing.sessions[offer.session] = .codeShown(offer, decision: continuation)
             let session = offer.session
             EventExecutor.shared.after(millis: UInt64(PairingState.decisionTimeoutSeconds) * 1000) {
                 Task { await self.expireDecision(session) }
@@ -467,8 +473,8 @@ extension Daemon {
     }
 
     private func expireDecision(_ id: Int) {
-        guard let decision = pairing.sessions[id]?.decision else { return }
-        pairing.sessions[id]?.decision = nil
+        guard case let .codeShown(offer, decision?)? = pairing.sessions[id] else { return }
+        pairing.sessions[id] = .codeShown(offer, decision: nil)
         decision.resume(returning: false)
     }
 
@@ -486,20 +492,21 @@ extension Daemon {
         case let .failure(error):
             log.info("pairing ended without pairing: \(error.code.rawValue)")
         }
-        guard var session = pairing.sessions[id] else { return }
-        if let ready = session.ready {
-            ready.resume(returning: outcome)
-            pairing.sessions.removeValue(forKey: id)
-        } else if let finish = session.finish {
-            finish.resume(returning: outcome)
-            pairing.sessions.removeValue(forKey: id)
-        } else {
-            session.outcome = outcome
-            if let decision = session.decision {
-                session.decision = nil
-                decision.resume(returning: false)
-            }
-            pairing.sessions[id] = session
+        switch pairing.sessions.removeValue(forKey: id) {
+        case nil, .finished?:
+            break
+        case let .connecting(ready)?:
+            // An initiator hears why; a responder's dialog that ended before its code was known
+            // was never shown, and nobody will ask for it.
+            ready?.resume(returning: outcome)
+        case let .confirmed(_, finish)?:
+            finish?.resume(returning: outcome)
+        case let .codeShown(offer, decision)?:
+            // Shown and not answered yet: the answer, when it comes, gets the outcome.
+            decision?.resume(returning: false)
+            pairing.sessions[id] = .finished(offer, outcome)
+            let unanswered = pairing.sessions.filter { if case .finished = $0.value { true } else { false } }.keys.sorted()
+            for old in unanswered.dropLast(PairingState.maximumFinishedSessions) { pairing.sessions.removeValue(forKey: old) }
         }
     }
 }
