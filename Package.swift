@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "HandoffKit", targets: ["HandoffKit"]),
         // For the fuzz targets in Fuzz/, a separate package that depends on this one by path.
         .library(name: "HandoffCore", targets: ["HandoffCore"]),
+        .library(name: "HandoffAPI", targets: ["HandoffAPI"]),
         .library(name: "HandoffCommandLine", targets: ["HandoffCommandLine"]),
         .library(name: "HandoffCrypto", targets: ["HandoffCrypto"]),
         .library(name: "HandoffDocuments", targets: ["HandoffDocuments"]),

@@ -14,6 +14,7 @@ let package = Package(
             dependencies: [
                 "CFuzzer",
                 .product(name: "HandoffCore", package: "handoff"),
+                .product(name: "HandoffAPI", package: "handoff"),
                 .product(name: "HandoffCommandLine", package: "handoff"),
                 .product(name: "HandoffCrypto", package: "handoff"),
                 .product(name: "HandoffDocuments", package: "handoff"),

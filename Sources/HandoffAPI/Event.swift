@@ -18,23 +18,13 @@ public struct ContinuedEvent: JSONCodable {
     public var payloadBytes: Int64
     public var payloadFd: Int?
 
+    enum CodingKeys: String, CodingKey {
+        case acceptID = "acceptId", peer, activity, deliverTo, payloadBytes, payloadFd
+    }
+
     public init(acceptID: Int64, peer: String, activity: ActivityFields, deliverTo: String, payloadBytes: Int64, payloadFd: Int? = nil) {
         (self.acceptID, self.peer, self.activity, self.deliverTo) = (acceptID, peer, activity, deliverTo)
         (self.payloadBytes, self.payloadFd) = (payloadBytes, payloadFd)
-    }
-
-    public init(fields: Fields) throws(HandoffError) {
-        self.init(acceptID: try fields.integer("acceptId"), peer: try fields.string("peer"),
-                  activity: try ActivityFields(fields: fields.object("activity", "the activity's fixed fields")),
-                  deliverTo: try fields.string("deliverTo"), payloadBytes: try fields.integer("payloadBytes"),
-                  payloadFd: try fields.optionalInteger("payloadFd").map { Int($0) })
-    }
-
-    public var json: JSONValue {
-        var fields: [String: JSONValue] = ["event": "continued", "acceptId": .integer(acceptID), "peer": .string(peer),
-                                           "activity": activity.json, "deliverTo": .string(deliverTo), "payloadBytes": .integer(payloadBytes)]
-        fields.put("payloadFd", payloadFd.map { .integer(Int64($0)) })
-        return .object(fields)
     }
 }
 
@@ -47,19 +37,13 @@ public struct TransferProgress: JSONCodable {
     public var total: Int64
     public var bytesPerSecond: Double
 
+    enum CodingKeys: String, CodingKey {
+        case acceptID = "acceptId", peer, type, bytes, total, bytesPerSecond
+    }
+
     public init(acceptID: Int64, peer: String, type: String, bytes: Int64, total: Int64, bytesPerSecond: Double) {
         (self.acceptID, self.peer, self.type) = (acceptID, peer, type)
         (self.bytes, self.total, self.bytesPerSecond) = (bytes, total, bytesPerSecond)
-    }
-
-    public init(fields: Fields) throws(HandoffError) {
-        self.init(acceptID: try fields.integer("acceptId"), peer: try fields.string("peer"), type: try fields.string("type"),
-                  bytes: try fields.integer("bytes"), total: try fields.integer("total"), bytesPerSecond: try fields.double("bytesPerSecond"))
-    }
-
-    public var json: JSONValue {
-        ["event": "progress", "acceptId": .integer(acceptID), "peer": .string(peer), "type": .string(type),
-         "bytes": .integer(bytes), "total": .integer(total), "bytesPerSecond": .double(bytesPerSecond)]
     }
 }
 
@@ -71,18 +55,12 @@ public struct TransferWaiting: JSONCodable {
     public var untilMillis: Int64
     public var reason: String
 
+    enum CodingKeys: String, CodingKey {
+        case acceptID = "acceptId", peer, name, untilMillis, reason
+    }
+
     public init(acceptID: Int64, peer: String, name: String, untilMillis: Int64, reason: String) {
         (self.acceptID, self.peer, self.name, self.untilMillis, self.reason) = (acceptID, peer, name, untilMillis, reason)
-    }
-
-    public init(fields: Fields) throws(HandoffError) {
-        self.init(acceptID: try fields.integer("acceptId"), peer: try fields.string("peer"), name: try fields.string("name"),
-                  untilMillis: try fields.integer("untilMillis"), reason: try fields.string("reason"))
-    }
-
-    public var json: JSONValue {
-        ["event": "transferWaiting", "acceptId": .integer(acceptID), "peer": .string(peer), "name": .string(name),
-         "untilMillis": .integer(untilMillis), "reason": .string(reason)]
     }
 }
 
@@ -180,15 +158,15 @@ public enum Event: Equatable, Sendable {
             fields["peer"] = .string(peer)
             fields["type"] = .string(type)
             fields["deliverTo"] = .string(deliverTo)
-        case let .continued(event): return event.json
+        case let .continued(event): return Self.named(.continued, event.json)
         case let .failed(acceptID, peer, type, error, deliverTo):
             fields["acceptId"] = .integer(acceptID)
             fields["peer"] = .string(peer)
             fields["type"] = .string(type)
             fields["error"] = error.json
             fields.put("deliverTo", deliverTo.map { .string($0) })
-        case let .progress(event): return event.json
-        case let .transferWaiting(event): return event.json
+        case let .progress(event): return Self.named(.progress, event.json)
+        case let .transferWaiting(event): return Self.named(.transferWaiting, event.json)
         case let .transferResumed(acceptID, peer, fromByte):
             fields["acceptId"] = .integer(acceptID)
             fields["peer"] = .string(peer)
@@ -203,6 +181,13 @@ public enum Event: Equatable, Sendable {
         case .enabled, .disabled:
             break
         }
+        return .object(fields)
+    }
+
+    /// An event carried by a struct: its fields and the event's name.
+    private static func named(_ name: EventName, _ json: JSONValue) -> JSONValue {
+        guard case var .object(fields) = json else { return json }
+        fields["event"] = .string(name.rawValue)
         return .object(fields)
     }
 

@@ -96,15 +96,20 @@ public struct Fields: Sendable {
     }
 }
 
-/// A message part with one JSON form, read and written by the same type.
-public protocol JSONCodable: Equatable, Sendable {
-    var json: JSONValue { get }
-    init(fields: Fields) throws(HandoffError)
-}
+/// A message part with one JSON form, read and written by the same Codable type through
+/// `JSONValueCoding` (no hand-written reader and writer pairs).
+public protocol JSONCodable: Codable, Equatable, Sendable {}
 
 extension JSONCodable {
+    public var json: JSONValue { JSONValueCoding.encode(self) }
+
     public init(json: JSONValue, context: String, code: HandoffError.Code = .internal) throws(HandoffError) {
-        try self.init(fields: Fields(json, context: context, code: code))
+        self = try JSONValueCoding.decode(Self.self, from: json, context: context, code: code)
+    }
+
+    /// From a message already read as fields (an event's), with its context and error code.
+    public init(fields: Fields) throws(HandoffError) {
+        try self.init(json: .object(fields.values), context: fields.context, code: fields.code)
     }
 }
 

@@ -27,6 +27,32 @@ public enum Op: String, CaseIterable, Sendable {
     case pair, pairListen, pairConfirm, pairable, devices, untrust, enable, disable, doctor
     case declare, declarations, subscribe
     case awaitStream, openStream
+
+    /// The type of each op's result (Docs/LOCAL-API.md): what `HandoffClient.request(_:as:)` reads.
+    public var resultType: any JSONCodable.Type {
+        switch self {
+        case .hello: HelloResult.self
+        case .publish, .becomeCurrent: PublishReceipt.self
+        case .resign: ResignResult.self
+        case .invalidate: InvalidateResult.self
+        case .list: PeerList.self
+        case .accept: AcceptResult.self
+        case .decline: DeclineResult.self
+        case .status: StatusReport.self
+        case .id: IdentityInfo.self
+        case .pair, .pairListen: PairingOffer.self
+        case .pairConfirm: PairingResult.self
+        case .pairable: PairableList.self
+        case .devices: DeviceList.self
+        case .untrust: UntrustResult.self
+        case .enable, .disable: EnabledResult.self
+        case .doctor: DoctorReport.self
+        case .declare: DeclaredResult.self
+        case .declarations: AppList.self
+        case .subscribe: SubscribedResult.self
+        case .awaitStream, .openStream: StreamResult.self
+        }
+    }
 }
 
 /// One request, typed. `Request.decode` is the only reader of request JSON and

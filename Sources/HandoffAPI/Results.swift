@@ -9,7 +9,17 @@ public struct ActivityFields: JSONCodable {
     public var webpageURL: String?
     public var expiresAtMillis: UInt64?
     public var sequence: UInt64
-    public var supportsContinuationStreams: Bool
+    /// Written only when true (absent reads as false): older clients never saw the key.
+    private var streams: Bool?
+    public var supportsContinuationStreams: Bool {
+        get { streams ?? false }
+        set { streams = newValue ? true : nil }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case type, title, targetContentIdentifier, webpageURL, expiresAtMillis, sequence
+        case streams = "supportsContinuationStreams"
+    }
 
     public init(_ activity: Activity) {
         type = activity.type
@@ -18,7 +28,7 @@ public struct ActivityFields: JSONCodable {
         webpageURL = activity.webpageURL
         expiresAtMillis = activity.expiresAtMillis
         sequence = activity.sequence
-        supportsContinuationStreams = activity.supportsContinuationStreams
+        streams = activity.supportsContinuationStreams ? true : nil
     }
 
     /// From a payload's scan (the receiver never builds the userInfo).
@@ -29,26 +39,7 @@ public struct ActivityFields: JSONCodable {
         webpageURL = header.webpageURL
         expiresAtMillis = header.expiresAtMillis
         sequence = header.sequence
-        supportsContinuationStreams = header.supportsContinuationStreams
-    }
-
-    public init(fields: Fields) throws(HandoffError) {
-        type = try fields.string("type")
-        title = try fields.string("title")
-        targetContentIdentifier = try fields.optionalString("targetContentIdentifier")
-        webpageURL = try fields.optionalString("webpageURL")
-        expiresAtMillis = try fields.optionalInteger("expiresAtMillis").map { UInt64(clamping: $0) }
-        sequence = UInt64(clamping: try fields.integer("sequence"))
-        supportsContinuationStreams = try fields.bool("supportsContinuationStreams", default: false)
-    }
-
-    public var json: JSONValue {
-        var fields: [String: JSONValue] = ["type": .string(type), "title": .string(title), "sequence": .integer(Int64(clamping: sequence))]
-        fields.put("targetContentIdentifier", targetContentIdentifier.map { .string($0) })
-        fields.put("webpageURL", webpageURL.map { .string($0) })
-        fields.put("expiresAtMillis", expiresAtMillis.map { .integer(Int64(clamping: $0)) })
-        if supportsContinuationStreams { fields["supportsContinuationStreams"] = true }
-        return .object(fields)
+        streams = header.supportsContinuationStreams ? true : nil
     }
 }
 
@@ -77,23 +68,6 @@ public struct OfferInfo: JSONCodable {
         self.ageMillis = ageMillis
         self.deliverTo = deliverTo
     }
-
-    public init(fields: Fields) throws(HandoffError) {
-        self.init(type: try fields.string("type"), title: try fields.string("title"), payloadSize: try fields.integer("payloadSize"),
-                  sequence: try fields.integer("sequence"), timestampMillis: try fields.integer("timestampMillis"),
-                  expiresAtMillis: try fields.integer("expiresAtMillis"), digest: try fields.string("digest"),
-                  ageMillis: try fields.optionalInteger("ageMillis"), deliverTo: try fields.optionalString("deliverTo"))
-    }
-
-    public var json: JSONValue {
-        var fields: [String: JSONValue] = [
-            "type": .string(type), "title": .string(title), "payloadSize": .integer(payloadSize), "sequence": .integer(sequence),
-            "timestampMillis": .integer(timestampMillis), "expiresAtMillis": .integer(expiresAtMillis), "digest": .string(digest),
-        ]
-        fields.put("ageMillis", ageMillis.map { .integer($0) })
-        fields.put("deliverTo", deliverTo.map { .string($0) })
-        return .object(fields)
-    }
 }
 
 /// One entry of `list`.
@@ -104,27 +78,15 @@ public struct PeerEntry: JSONCodable {
     public var port: Int64
     public var lastSeenMillisAgo: Int64
     public var paths: [String]
-    /// `{enforced, near, rssi, lastHeardMillisAgo, thresholdDBM}`, as the daemon's proximity state has it.
+    /// `{enforced, near, rssi, lastHeardMillisAgo, thresholdDBM}`, as the daemon's proximity state has it (null if absent).
     public var proximity: JSONValue
-    public var offer: OfferInfo?
+    /// null, not absent, when the peer offers nothing (Docs/LOCAL-API.md, `list`).
+    @NullWhenEmpty public var offer: OfferInfo?
 
     public init(peer: String, name: String, hosts: [String], port: Int64, lastSeenMillisAgo: Int64, paths: [String],
                 proximity: JSONValue, offer: OfferInfo?) {
         (self.peer, self.name, self.hosts, self.port) = (peer, name, hosts, port)
         (self.lastSeenMillisAgo, self.paths, self.proximity, self.offer) = (lastSeenMillisAgo, paths, proximity, offer)
-    }
-
-    public init(fields: Fields) throws(HandoffError) {
-        self.init(peer: try fields.string("peer"), name: try fields.string("name"), hosts: try fields.strings("hosts"),
-                  port: try fields.integer("port"), lastSeenMillisAgo: try fields.integer("lastSeenMillisAgo"),
-                  paths: try fields.strings("paths"), proximity: fields["proximity"] ?? .null,
-                  offer: try fields["offer"].map { (value) throws(HandoffError) in try OfferInfo(fields: fields.object("offer", "an offer")) })
-    }
-
-    public var json: JSONValue {
-        ["peer": .string(peer), "name": .string(name), "hosts": .array(hosts.map { .string($0) }), "port": .integer(port),
-         "lastSeenMillisAgo": .integer(lastSeenMillisAgo), "paths": .array(paths.map { .string($0) }),
-         "proximity": proximity, "offer": offer?.json ?? .null]
     }
 }
 
@@ -137,16 +99,6 @@ public struct PublishReceipt: JSONCodable {
 
     public init(sequence: Int64, payloadBytes: Int64, userInfoBytes: Int64, warnings: [String]) {
         (self.sequence, self.payloadBytes, self.userInfoBytes, self.warnings) = (sequence, payloadBytes, userInfoBytes, warnings)
-    }
-
-    public init(fields: Fields) throws(HandoffError) {
-        self.init(sequence: try fields.integer("sequence"), payloadBytes: try fields.integer("payloadBytes"),
-                  userInfoBytes: try fields.integer("userInfoBytes"), warnings: try fields.strings("warnings"))
-    }
-
-    public var json: JSONValue {
-        ["sequence": .integer(sequence), "payloadBytes": .integer(payloadBytes), "userInfoBytes": .integer(userInfoBytes),
-         "warnings": .array(warnings.map { .string($0) })]
     }
 }
 
@@ -167,23 +119,6 @@ public struct AcceptResult: JSONCodable {
         (self.peer, self.name, self.activity, self.deliverTo) = (peer, name, activity, deliverTo)
         (self.payloadBytes, self.handshakeMillis, self.transferMillis, self.payloadFd) = (payloadBytes, handshakeMillis, transferMillis, payloadFd)
     }
-
-    public init(fields: Fields) throws(HandoffError) {
-        self.init(peer: try fields.string("peer"), name: try fields.string("name"),
-                  activity: try ActivityFields(fields: fields.object("activity", "the activity's fixed fields")),
-                  deliverTo: try fields.string("deliverTo"), payloadBytes: try fields.integer("payloadBytes"),
-                  handshakeMillis: try fields.double("handshakeMillis"), transferMillis: try fields.double("transferMillis"),
-                  payloadFd: try fields.optionalInteger("payloadFd").map { Int($0) })
-    }
-
-    public var json: JSONValue {
-        var fields: [String: JSONValue] = [
-            "peer": .string(peer), "name": .string(name), "activity": activity.json, "deliverTo": .string(deliverTo),
-            "payloadBytes": .integer(payloadBytes), "handshakeMillis": .double(handshakeMillis), "transferMillis": .double(transferMillis),
-        ]
-        fields.put("payloadFd", payloadFd.map { .integer(Int64($0)) })
-        return .object(fields)
-    }
 }
 
 /// `pair` and `pairListen`: both sides know the code.
@@ -196,27 +131,15 @@ public struct PairingOffer: JSONCodable {
     public init(session: Int64, code: String, name: String, peer: String) {
         (self.session, self.code, self.name, self.peer) = (session, code, name, peer)
     }
-
-    public init(fields: Fields) throws(HandoffError) {
-        self.init(session: try fields.integer("session"), code: try fields.string("code"), name: try fields.string("name"),
-                  peer: try fields.string("peer"))
-    }
-
-    public var json: JSONValue { ["session": .integer(session), "code": .string(code), "name": .string(name), "peer": .string(peer)] }
 }
 
 /// `pairConfirm`: paired.
 public struct PairingResult: JSONCodable {
+    public var paired = true
     public var peer: String
     public var name: String
 
     public init(peer: String, name: String) { (self.peer, self.name) = (peer, name) }
-
-    public init(fields: Fields) throws(HandoffError) {
-        self.init(peer: try fields.string("peer"), name: try fields.string("name"))
-    }
-
-    public var json: JSONValue { ["paired": true, "peer": .string(peer), "name": .string(name)] }
 }
 
 /// `pairable`: a device with pairing open.
@@ -226,12 +149,6 @@ public struct PairableDevice: JSONCodable {
     public var host: String
 
     public init(peer: String, name: String, host: String) { (self.peer, self.name, self.host) = (peer, name, host) }
-
-    public init(fields: Fields) throws(HandoffError) {
-        self.init(peer: try fields.string("peer"), name: try fields.string("name"), host: try fields.string("host"))
-    }
-
-    public var json: JSONValue { ["peer": .string(peer), "name": .string(name), "host": .string(host)] }
 }
 
 /// `devices`: a paired device.
@@ -248,17 +165,6 @@ public struct DeviceEntry: JSONCodable {
         (self.peer, self.name, self.publicKey) = (peer, name, publicKey)
         (self.pairedAtMillis, self.inRange, self.needsPairingAgain) = (pairedAtMillis, inRange, needsPairingAgain)
     }
-
-    public init(fields: Fields) throws(HandoffError) {
-        self.init(peer: try fields.string("peer"), name: try fields.string("name"), publicKey: try fields.string("publicKey"),
-                  pairedAtMillis: try fields.integer("pairedAtMillis"), inRange: try fields.bool("inRange"),
-                  needsPairingAgain: try fields.bool("needsPairingAgain"))
-    }
-
-    public var json: JSONValue {
-        ["peer": .string(peer), "name": .string(name), "publicKey": .string(publicKey), "pairedAtMillis": .integer(pairedAtMillis),
-         "inRange": .bool(inRange), "needsPairingAgain": .bool(needsPairingAgain)]
-    }
 }
 
 /// `declarations`: an app that declares activity types, running (declared at run time) or by its `.desktop` file.
@@ -271,17 +177,6 @@ public struct AppEntry: JSONCodable {
     public init(app: String, running: Bool, types: [String], desktopFile: String?) {
         (self.app, self.running, self.types, self.desktopFile) = (app, running, types, desktopFile)
     }
-
-    public init(fields: Fields) throws(HandoffError) {
-        self.init(app: try fields.string("app"), running: try fields.bool("running"), types: try fields.strings("types"),
-                  desktopFile: try fields.optionalString("desktopFile"))
-    }
-
-    public var json: JSONValue {
-        var fields: [String: JSONValue] = ["app": .string(app), "running": .bool(running), "types": .array(types.map { .string($0) })]
-        fields.put("desktopFile", desktopFile.map { .string($0) })
-        return .object(fields)
-    }
 }
 
 /// `id`.
@@ -290,33 +185,40 @@ public struct IdentityInfo: JSONCodable {
     public var publicKey: String
     public var name: String
 
-    public init(deviceID: String, publicKey: String, name: String) { (self.deviceID, self.publicKey, self.name) = (deviceID, publicKey, name) }
-
-    public init(fields: Fields) throws(HandoffError) {
-        self.init(deviceID: try fields.string("deviceId"), publicKey: try fields.string("publicKey"), name: try fields.string("name"))
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "deviceId", publicKey, name
     }
 
-    public var json: JSONValue { ["deviceId": .string(deviceID), "publicKey": .string(publicKey), "name": .string(name)] }
+    public init(deviceID: String, publicKey: String, name: String) { (self.deviceID, self.publicKey, self.name) = (deviceID, publicKey, name) }
 }
 
 /// `hello`: the version this daemon speaks and the range it accepts.
 public struct HelloResult: JSONCodable {
+    public struct Versions: Codable, Equatable, Sendable {
+        public var min: Int64
+        public var max: Int64
+    }
+
     public var version: Int64
-    public var supported: ClosedRange<Int64>
+    private var versions: Versions
+    public var supported: ClosedRange<Int64> { versions.min...max(versions.min, versions.max) }
+
+    enum CodingKeys: String, CodingKey {
+        case version, versions = "supported"
+    }
 
     public init(version: Int64 = LocalAPIVersion.current, supported: ClosedRange<Int64> = LocalAPIVersion.supported) {
-        (self.version, self.supported) = (version, supported)
+        self.version = version
+        versions = Versions(min: supported.lowerBound, max: supported.upperBound)
     }
 
-    public init(fields: Fields) throws(HandoffError) {
-        let range = try fields.object("supported", "{min, max}")
-        let (low, high) = (try range.integer("min"), try range.integer("max"))
-        guard low <= high else { throw Fields.failure(fields.code, "hello.supported is empty.") }
-        self.init(version: try fields.integer("version"), supported: low...high)
-    }
-
-    public var json: JSONValue {
-        ["version": .integer(version), "supported": ["min": .integer(supported.lowerBound), "max": .integer(supported.upperBound)]]
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        version = try container.decode(Int64.self, forKey: .version)
+        versions = try container.decode(Versions.self, forKey: .versions)
+        guard versions.min <= versions.max else {
+            throw DecodingError.dataCorruptedError(forKey: .versions, in: container, debugDescription: "hello.supported is empty")
+        }
     }
 }
 
@@ -345,4 +247,193 @@ public struct Reply: Equatable, Sendable {
         let ok = try fields.bool("ok")
         self.init(id: fields["id"], outcome: ok ? .success(fields["result"] ?? .null) : .failure(try fields.error("error")))
     }
+}
+
+// MARK: - The other requests' results
+
+/// `resign`: whether there was an activity to resign.
+public struct ResignResult: JSONCodable {
+    public var resigned: Bool
+    public init(resigned: Bool) { self.resigned = resigned }
+}
+
+/// `invalidate`: whether there was an activity to end.
+public struct InvalidateResult: JSONCodable {
+    public var invalidated: Bool
+    public init(invalidated: Bool) { self.invalidated = invalidated }
+}
+
+/// `enable` and `disable`: Handoff's state now.
+public struct EnabledResult: JSONCodable {
+    public var enabled: Bool
+    public init(enabled: Bool) { self.enabled = enabled }
+}
+
+/// `list`: paired devices in range and what each offers.
+public struct PeerList: JSONCodable {
+    public var peers: [PeerEntry]
+    public init(peers: [PeerEntry]) { self.peers = peers }
+}
+
+/// `devices`: every paired device.
+public struct DeviceList: JSONCodable {
+    public var devices: [DeviceEntry]
+    public init(devices: [DeviceEntry]) { self.devices = devices }
+}
+
+/// `pairable`: devices with pairing open.
+public struct PairableList: JSONCodable {
+    public var devices: [PairableDevice]
+    public init(devices: [PairableDevice]) { self.devices = devices }
+}
+
+/// `declarations`: apps that declare activity types.
+public struct AppList: JSONCodable {
+    public var apps: [AppEntry]
+    public init(apps: [AppEntry]) { self.apps = apps }
+}
+
+/// `untrust`: the device id no longer trusted.
+public struct UntrustResult: JSONCodable {
+    public var untrusted: String
+    public init(untrusted: String) { self.untrusted = untrusted }
+}
+
+/// `subscribe`: events follow on this connection.
+public struct SubscribedResult: JSONCodable {
+    public var subscribed: Bool
+    public init(subscribed: Bool = true) { self.subscribed = subscribed }
+}
+
+/// `declare`: the types this connection now declares.
+public struct DeclaredResult: JSONCodable {
+    public var declared: [String]
+    public init(declared: [String]) { self.declared = declared }
+}
+
+/// `awaitStream` and `openStream`: the connection now carries the stream's bytes.
+public struct StreamResult: JSONCodable {
+    public var stream: Bool
+    public var peer: String
+    public var sequence: Int64
+    public init(peer: String, sequence: Int64) { (stream, self.peer, self.sequence) = (true, peer, sequence) }
+}
+
+/// `doctor`: the six conditions for this host (and a peer, when named), and the one verdict.
+public struct DoctorReport: JSONCodable {
+    public struct Condition: Codable, Equatable, Sendable {
+        public var code: String
+        /// pass, warn, fail or off.
+        public var status: String
+        public var ok: Bool
+        public var evidence: String
+        public var fix: String
+        public init(code: String, status: String, ok: Bool, evidence: String, fix: String) {
+            (self.code, self.status, self.ok, self.evidence, self.fix) = (code, status, ok, evidence, fix)
+        }
+    }
+
+    public struct Verdict: Codable, Equatable, Sendable {
+        public var cause: String
+        public var code: String
+        /// warn or fail.
+        public var status: String
+        public var message: String
+        public var fix: String
+        public init(cause: String, code: String, status: String, message: String, fix: String) {
+            (self.cause, self.code, self.status, self.message, self.fix) = (cause, code, status, message, fix)
+        }
+    }
+
+    public var host: String
+    /// null, not absent, when there is none: scripts test for it.
+    @NullWhenEmpty public var peer: String?
+    public var ok: Bool
+    @NullWhenEmpty public var verdict: Verdict?
+    public var conditions: [Condition]
+    /// Added by `handoff-peer doctor` (the browsers' host manifests are the user's files), never by handoffd.
+    public var browsers: JSONValue?
+
+    public init(host: String, peer: String?, ok: Bool, verdict: Verdict?, conditions: [Condition]) {
+        (self.host, self.peer, self.ok, self.verdict, self.conditions) = (host, peer, ok, verdict, conditions)
+    }
+}
+
+/// `status`: this daemon, its paths and counters. The diagnostic parts (drops, budgets,
+/// mdns, bluetooth) are objects whose keys Docs/LOCAL-API.md lists; they grow with the daemon.
+public struct StatusReport: JSONCodable {
+    public struct Path: Codable, Equatable, Sendable {
+        public var path: String
+        public var state: String
+        public init(path: String, state: String) { (self.path, self.state) = (path, state) }
+    }
+
+    public struct Current: Codable, Equatable, Sendable {
+        public var type: String
+        public var sequence: Int64
+        public var payloadBytes: Int64
+        public var publisher: String
+        public init(type: String, sequence: Int64, payloadBytes: Int64, publisher: String) {
+            (self.type, self.sequence, self.payloadBytes, self.publisher) = (type, sequence, payloadBytes, publisher)
+        }
+    }
+
+    public struct Publisher: Codable, Equatable, Sendable {
+        public var publisher: String
+        public var type: String
+        /// current, waiting or resigned.
+        public var state: String
+        public init(publisher: String, type: String, state: String) { (self.publisher, self.type, self.state) = (publisher, type, state) }
+    }
+
+    public struct Transfers: Codable, Equatable, Sendable {
+        public var served: Int64
+        public var refused: Int64
+        public init(served: Int64, refused: Int64) { (self.served, self.refused) = (served, refused) }
+    }
+
+    public var deviceID: String
+    public var publicKey: String
+    public var name: String
+    public var transferPort: Int64
+    public var socket: String
+    public var stateDirectory: String
+    public var uptimeSeconds: Int64
+    public var discovery: [Path]
+    /// Paired devices in range (near, with Bluetooth).
+    public var peers: Int64
+    public var trustedDevices: Int64
+    public var drops: JSONValue
+    public var budgets: JSONValue
+    /// What this host offers; kept (and offered again once enabled) while Handoff is off. null when nothing.
+    @NullWhenEmpty public var current: Current?
+    /// Most recent first.
+    public var publishers: [Publisher]
+    public var mdns: JSONValue
+    public var bluetooth: JSONValue
+    public var enabled: Bool
+    public var offering: Bool
+    public var transfers: Transfers
+
+    public init(deviceID: String, publicKey: String, name: String, transferPort: Int64, socket: String, stateDirectory: String,
+                uptimeSeconds: Int64, discovery: [Path], peers: Int64, trustedDevices: Int64, drops: JSONValue, budgets: JSONValue,
+                current: Current?, publishers: [Publisher], mdns: JSONValue, bluetooth: JSONValue, enabled: Bool, offering: Bool,
+                transfers: Transfers) {
+        (self.deviceID, self.publicKey, self.name, self.transferPort) = (deviceID, publicKey, name, transferPort)
+        (self.socket, self.stateDirectory, self.uptimeSeconds, self.discovery) = (socket, stateDirectory, uptimeSeconds, discovery)
+        (self.peers, self.trustedDevices, self.drops, self.budgets) = (peers, trustedDevices, drops, budgets)
+        (self.current, self.publishers, self.mdns, self.bluetooth) = (current, publishers, mdns, bluetooth)
+        (self.enabled, self.offering, self.transfers) = (enabled, offering, transfers)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deviceID = "deviceId", publicKey, name, transferPort, socket, stateDirectory, uptimeSeconds, discovery, peers
+        case trustedDevices, drops, budgets, current, publishers, mdns, bluetooth, enabled, offering, transfers
+    }
+}
+
+/// `decline`: the device whose offer is declined.
+public struct DeclineResult: JSONCodable {
+    public var declined: String
+    public init(declined: String) { self.declined = declined }
 }

@@ -54,9 +54,29 @@ public indirect enum JSONValue: Equatable, Sendable {
     }
 }
 
-// Encodable only: decoding goes through `parse`, which bounds depth and size;
-// Foundation's decoder does not.
-extension JSONValue: Encodable {
+// Decoded from a value the bounded parser already made (HandoffAPI's JSONValueCoding,
+// which hands it over whole), never from text: `parse` is what bounds depth and size.
+extension JSONValue: Codable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let flag = try? container.decode(Bool.self) {
+            self = .bool(flag)
+        } else if let number = try? container.decode(Int64.self) {
+            self = .integer(number)
+        } else if let number = try? container.decode(Double.self) {
+            self = .double(number)
+        } else if let text = try? container.decode(String.self) {
+            self = .string(text)
+        } else if let items = try? container.decode([JSONValue].self) {
+            self = .array(items)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+
     public func encode(to encoder: Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
@@ -117,19 +137,16 @@ extension JSONValue {
 
     /// Compact JSON on one line (no newline inside), keys sorted so output is stable.
     public func encodedLine() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding a JSONValue cannot fail except for non-finite doubles, which
-        // property lists reject before they get here.
-        let data = (try? encoder.encode(self)) ?? Data("null".utf8)
-        return String(decoding: data, as: UTF8.self)
+        var writer = JSONWriter()
+        writer.write(self)
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 
+    /// Indented, keys sorted: for files and output people read.
     public func prettyPrinted() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(self)) ?? Data("null".utf8)
-        return String(decoding: data, as: UTF8.self)
+        var writer = JSONWriter()
+        writer.writeIndented(self)
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 }
 

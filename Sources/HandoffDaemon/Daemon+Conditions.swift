@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import HandoffAPI
 import HandoffCore
 import HandoffCrypto
 import HandoffTransport
@@ -218,23 +219,19 @@ extension Daemon {
     // MARK: - doctor
 
     /// All six conditions for this host, and for `reference` when given, and the one verdict.
-    func doctor(reference: String?) async throws(HandoffError) -> JSONValue {
+    func doctor(reference: String?) async throws(HandoffError) -> DoctorReport {
         var (evidence, key) = try evidence(for: reference, purpose: .doctor, nowMillis: wallClockMillis())
         if let key { await probe(&evidence, key: key) }
         let verdict = ConditionDecision.decide(evidence)
         let lines = ConditionDecision.lines(evidence, verdict: verdict)
-        var verdictJSON: JSONValue = .null
-        if let verdict {
-            verdictJSON = ["cause": .string(verdict.cause.rawValue), "code": .string(verdict.code.rawValue),
-                           "status": .string(verdict.cause.isWarning ? "warn" : "fail"),
-                           "message": .string(verdict.message), "fix": .string(verdict.fix)]
-        }
-        return ["host": .string(configuration.name), "peer": evidence.peer.map { .string($0.name) } ?? reference.map { .string($0) } ?? .null,
-                "ok": .bool(!lines.contains { $0.status == .fail }), "verdict": verdictJSON,
-                "conditions": .array(lines.map {
-                    ["code": .string($0.code.rawValue), "status": .string($0.status.rawValue), "ok": .bool($0.status != .fail),
-                     "evidence": .string($0.evidence), "fix": .string($0.fix)]
-                })]
+        return DoctorReport(
+            host: configuration.name, peer: evidence.peer?.name ?? reference, ok: !lines.contains { $0.status == .fail },
+            verdict: verdict.map {
+                .init(cause: $0.cause.rawValue, code: $0.code.rawValue, status: $0.cause.isWarning ? "warn" : "fail", message: $0.message, fix: $0.fix)
+            },
+            conditions: lines.map {
+                .init(code: $0.code.rawValue, status: $0.status.rawValue, ok: $0.status != .fail, evidence: $0.evidence, fix: $0.fix)
+            })
     }
 
     // MARK: - Memory

@@ -122,44 +122,44 @@ extension Daemon {
     /// The dispatch table: one handler per request case (exhaustive, so a new op cannot go unhandled).
     private func perform(_ request: Request, payloadActivity: EncodedActivity?, id: JSONValue?,
                          connection: StreamConnection) async throws(HandoffError) -> LocalReply? {
-        func plain(_ result: JSONValue) -> LocalReply { LocalReply(result: result) }
+        func plain(_ result: some JSONCodable) -> LocalReply { LocalReply(result: result.json) }
         switch request {
-        case .hello: return plain(HelloResult().json)
+        case .hello: return plain(HelloResult())
         case let .publish(body, publisher): return plain(try publishRequest(body, payloadActivity: payloadActivity, publisher: publisher ?? Self.defaultPublisher))
         case let .becomeCurrent(publisher): return plain(try becomeCurrentRequest(publisher ?? Self.defaultPublisher))
         case let .resign(publisher): return plain(resignRequest(publisher))
         case let .invalidate(publisher): return plain(invalidateRequest(publisher))
-        case .list: return plain(["peers": .array(peerList().map(\.json))])
+        case .list: return plain(PeerList(peers: peerList()))
         case let .accept(peer, requireApp, payload): return try await acceptRequest(peer, requireApp: requireApp, payload: payload)
         case let .decline(peer): return plain(try declineRequest(peer))
         case .status: return plain(status())
         case .id:
-            return plain(IdentityInfo(deviceID: deviceID.description, publicKey: identity.publicKey.hex, name: configuration.name).json)
+            return plain(IdentityInfo(deviceID: deviceID.description, publicKey: identity.publicKey.hex, name: configuration.name))
         case let .pair(peer, address):
-            return plain(pairingOffer(try await startPairing(reference: peer, address: address).get()).json)
-        case let .pairListen(seconds): return plain(pairingOffer(try await listenForPairing(seconds: Int(seconds)).get()).json)
+            return plain(pairingOffer(try await startPairing(reference: peer, address: address).get()))
+        case let .pairListen(seconds): return plain(pairingOffer(try await listenForPairing(seconds: Int(seconds)).get()))
         case let .pairConfirm(session, accept):
             let offer = try await confirmPairing(session: Int(clamping: session), accept: accept).get()
-            return plain(PairingResult(peer: Ed25519.deviceID(of: offer.key).description, name: offer.name).json)
+            return plain(PairingResult(peer: Ed25519.deviceID(of: offer.key).description, name: offer.name))
         case .pairable:
-            return plain(["devices": .array(pairableDevices().map {
-                PairableDevice(peer: Ed25519.deviceID(of: $0.key).description, name: $0.name, host: $0.host).json
-            })])
-        case .devices: return plain(["devices": .array(deviceList().map(\.json))])
+            return plain(PairableList(devices: pairableDevices().map {
+                PairableDevice(peer: Ed25519.deviceID(of: $0.key).description, name: $0.name, host: $0.host)
+            }))
+        case .devices: return plain(DeviceList(devices: deviceList()))
         case .enable, .disable:
             try setEnabled(request == .enable)
-            return plain(["enabled": .bool(settings.enabled)])
+            return plain(EnabledResult(enabled: settings.enabled))
         case let .doctor(peer): return plain(try await doctor(reference: peer))
         case let .declare(app, types, desktopID, payloads):
             return plain(try declareRequest(app: app, types: types, desktopID: desktopID, payloads: payloads, connection: connection))
-        case .declarations: return plain(["apps": .array(declarationList().map(\.json))])
+        case .declarations: return plain(AppList(apps: declarationList()))
         case let .untrust(peer): return plain(try untrustRequest(peer))
         case let .awaitStream(sequence): return plain(try await awaitStream(sequence: sequence, connection: connection))
         case let .openStream(peer, sequence): return plain(try await openStream(peer: peer, sequence: sequence, connection: connection))
         case let .subscribe(payloads):
             let (sink, declared) = clients.subscribe(connection, payloads: payloads)
             // Through the sink, so the reply comes before the first event.
-            _ = sink.send(line: JSONWriter.line(Reply(id: id, outcome: .success(["subscribed": true])).json))
+            _ = sink.send(line: JSONWriter.line(Reply(id: id, outcome: .success(SubscribedResult().json)).json))
             if let declared {
                 deliverPending(to: connection, app: declared.app, desktopID: declared.desktopID, types: declared.types)
             }
@@ -167,40 +167,40 @@ extension Daemon {
         }
     }
 
-    private func publishRequest(_ body: Request.PublishBody, payloadActivity: EncodedActivity?, publisher: String) throws(HandoffError) -> JSONValue {
+    private func publishRequest(_ body: Request.PublishBody, payloadActivity: EncodedActivity?, publisher: String) throws(HandoffError) -> PublishReceipt {
         switch body {
         case let .json(decoded):
             try requireEnabledToOffer()
-            return publishResult(try publish(decoded, by: publisher)).json
+            return publishResult(try publish(decoded, by: publisher))
         case .descriptor:
             guard let payloadActivity else { throw .invalidRequest("The publish's payload descriptor was not read.") }
             try requireEnabledToOffer()
-            return publishResult(try publish(encoded: payloadActivity, by: publisher)).json
+            return publishResult(try publish(encoded: payloadActivity, by: publisher))
         }
     }
 
-    private func becomeCurrentRequest(_ publisher: String) throws(HandoffError) -> JSONValue {
+    private func becomeCurrentRequest(_ publisher: String) throws(HandoffError) -> PublishReceipt {
         guard let encoded = offering.publishers.entry(of: publisher)?.item else {
             throw HandoffError(.notFound, "There is no activity of '\(publisher)' to make current again.",
                                fix: "Publish the activity instead.")
         }
         try requireEnabledToOffer()
-        return publishResult(try publish(encoded: encoded, by: publisher)).json
+        return publishResult(try publish(encoded: encoded, by: publisher))
     }
 
     /// Only the named publisher's activity stops; if it was current, the one offered before it
     /// comes back. No publisher named: this host stops offering anything (a person at a terminal).
-    private func resignRequest(_ publisher: String?) -> JSONValue {
+    private func resignRequest(_ publisher: String?) -> ResignResult {
         let had = publisher.map { offering.publishers.resign($0) } ?? offering.publishers.resignAll()
         offerCurrentPublisher()
-        return ["resigned": .bool(had)]
+        return ResignResult(resigned: had)
     }
 
-    private func invalidateRequest(_ publisher: String?) -> JSONValue {
+    private func invalidateRequest(_ publisher: String?) -> InvalidateResult {
         let had = publisher.map { offering.publishers.invalidate($0) } ?? offering.publishers.invalidateAll()
         if had && offering.publishers.entries.isEmpty { offering.invalidated = true }
         offerCurrentPublisher()
-        return ["invalidated": .bool(had)]
+        return InvalidateResult(invalidated: had)
     }
 
     private func acceptRequest(_ reference: String, requireApp: Bool, payload: Bool) async throws(HandoffError) -> LocalReply {
@@ -214,7 +214,7 @@ extension Daemon {
         return LocalReply(result: result.json, payload: payload ? buffer : nil)
     }
 
-    private func declineRequest(_ reference: String) throws(HandoffError) -> JSONValue {
+    private func declineRequest(_ reference: String) throws(HandoffError) -> DeclineResult {
         let peer = try peers.resolve(reference)
         guard let offer = peer.visibleOffer(nowMillis: wallClockMillis()) else {
             throw HandoffError(.notFound, "\(peer.name) offers nothing to decline.", fix: "Run 'handoff-peer list'.")
@@ -222,7 +222,7 @@ extension Daemon {
         peers.decline(peer.key, sequence: offer.summary.sequence)
         discovery.history.declined(peer.key, sequence: offer.summary.sequence, nowMillis: wallClockMillis())
         broadcast(.declined(peer: peer.deviceID.description, type: offer.summary.activityType))
-        return ["declined": .string(peer.deviceID.description)]
+        return DeclineResult(declined: peer.deviceID.description)
     }
 
     private func deviceList() -> [DeviceEntry] {
@@ -236,7 +236,7 @@ extension Daemon {
     }
 
     private func declareRequest(app: String, types list: [String], desktopID: String?, payloads: Bool,
-                                connection: StreamConnection) throws(HandoffError) -> JSONValue {
+                                connection: StreamConnection) throws(HandoffError) -> DeclaredResult {
         var types: Set<String> = []
         for type in list {
             try Activity.validateType(type)
@@ -248,7 +248,7 @@ extension Daemon {
         clients.declare(connection, .init(app: app, types: types, desktopID: desktopID, payloads: payloads))
         log.info("app \(app) declares \(types.count) activity type(s)")
         deliverPending(to: connection, app: app, desktopID: desktopID, types: types)
-        return ["declared": .array(types.sorted().map { .string($0) })]
+        return DeclaredResult(declared: types.sorted())
     }
 
     private func declarationList() -> [AppEntry] {
@@ -297,35 +297,32 @@ extension Daemon {
                   expiresAtMillis: Int64(clamping: summary.expiresAtMillis), digest: Hex.encode(summary.payloadDigest))
     }
 
-    func status() -> JSONValue {
-        var current: JSONValue = .null
-        if let published {
-            current = ["type": .string(published.activity.type), "sequence": .integer(Int64(clamping: published.activity.sequence)),
-                       "payloadBytes": .integer(Int64(published.payload.count)), "publisher": .string(published.publisher)]
+    func status() -> StatusReport {
+        let current = published.map {
+            StatusReport.Current(type: $0.activity.type, sequence: Int64(clamping: $0.activity.sequence),
+                                 payloadBytes: Int64($0.payload.count), publisher: $0.publisher)
         }
         // Most recent first: the first offered one is current (Docs/LOCAL-API.md, "Which activity is current").
-        let publisherList: JSONValue = .array(offering.publishers.entries.reversed().map { entry in
-            ["publisher": .string(entry.publisher), "type": .string(entry.item.type),
-             "state": .string(offering.isCurrent(entry) ? "current"
-                              : entry.offered ? "waiting" : "resigned")]
-        })
-        return [
-            "deviceId": .string(deviceID.description), "publicKey": .string(identity.publicKey.hex),
-            "name": .string(configuration.name), "transferPort": .integer(Int64(server.port)),
-            "socket": .string(configuration.socketPath), "stateDirectory": .string(configuration.stateDirectory),
-            "uptimeSeconds": .integer(Int64((monotonicMillis() - startedAtMillis) / 1000)),
-            "discovery": .array(discovery.paths.map {
-                // Off, no beacon goes out, whatever the controller was last told.
-                let state = !settings.enabled && $0.name == DiscoveryPathName.bluetooth.rawValue && discovery.bluetooth?.currentStatus.available == true
-                    ? "scanning only on \(discovery.bluetooth?.currentStatus.adapter ?? configuration.hci ?? "the adapter"): no beacon while Handoff is off" : $0.state
-                return ["path": .string($0.name), "state": .string(state)]
-            }),
-            "peers": .integer(Int64(peers.peers.values.filter { discovery.isNear($0.key, nowMillis: wallClockMillis()) }.count)), "trustedDevices": .integer(Int64(trust.entries.count)),
-            "drops": peers.drops.json, "budgets": budgetStatus(), "current": current, "publishers": publisherList, "mdns": mdnsStatus(), "bluetooth": bluetoothStatusOnAir(),
+        let publisherList = offering.publishers.entries.reversed().map { entry in
+            StatusReport.Publisher(publisher: entry.publisher, type: entry.item.type,
+                                   state: offering.isCurrent(entry) ? "current" : entry.offered ? "waiting" : "resigned")
+        }
+        let paths = discovery.paths.map {
+            // Off, no beacon goes out, whatever the controller was last told.
+            let state = !settings.enabled && $0.name == DiscoveryPathName.bluetooth.rawValue && discovery.bluetooth?.currentStatus.available == true
+                ? "scanning only on \(discovery.bluetooth?.currentStatus.adapter ?? configuration.hci ?? "the adapter"): no beacon while Handoff is off" : $0.state
+            return StatusReport.Path(path: $0.name, state: state)
+        }
+        return StatusReport(
+            deviceID: deviceID.description, publicKey: identity.publicKey.hex, name: configuration.name, transferPort: Int64(server.port),
+            socket: configuration.socketPath, stateDirectory: configuration.stateDirectory,
+            uptimeSeconds: Int64((monotonicMillis() - startedAtMillis) / 1000), discovery: paths,
+            peers: Int64(peers.peers.values.filter { discovery.isNear($0.key, nowMillis: wallClockMillis()) }.count),
+            trustedDevices: Int64(trust.entries.count), drops: peers.drops.json, budgets: budgetStatus(), current: current,
+            publishers: publisherList, mdns: mdnsStatus(), bluetooth: bluetoothStatusOnAir(),
             // Disabled, the current activity is kept but offered to nobody.
-            "enabled": .bool(settings.enabled), "offering": .bool(settings.enabled && published != nil),
-            "transfers": ["served": .integer(Int64(server.served)), "refused": .integer(Int64(server.refused))],
-        ]
+            enabled: settings.enabled, offering: settings.enabled && published != nil,
+            transfers: .init(served: Int64(server.served), refused: Int64(server.refused)))
     }
 
     /// Work refused to unauthenticated senders because a budget ran out (Docs/SECURITY.md).
@@ -369,7 +366,7 @@ extension Daemon {
         PairingOffer(session: Int64(offer.session), code: offer.code, name: offer.name, peer: Ed25519.deviceID(of: offer.key).description)
     }
 
-    private func untrustRequest(_ text: String) throws(HandoffError) -> JSONValue {
+    private func untrustRequest(_ text: String) throws(HandoffError) -> UntrustResult {
         guard let key = try pairedKey(matching: text), let entry = trust.entries[key] else {
             throw HandoffError(.notFound, "No paired device is called or has the id '\(text)'.",
                                fix: "Run 'handoff-peer devices' to see the paired devices, their names and ids.")
@@ -379,7 +376,7 @@ extension Daemon {
         emit(peers.remove(entry.key))
         trustChanged()
         log.info("no longer trusting \(Ed25519.deviceID(of: entry.key))")
-        return ["untrusted": .string(Ed25519.deviceID(of: entry.key).description)]
+        return UntrustResult(untrusted: Ed25519.deviceID(of: entry.key).description)
     }
 
     /// A local client went away: its subscription and its app registration end.

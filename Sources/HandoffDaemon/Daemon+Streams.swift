@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
+import HandoffAPI
 import HandoffCore
 import HandoffCrypto
 import HandoffTransport
@@ -32,7 +33,7 @@ extension Daemon {
     /// `awaitStream` {"sequence": S}: answers once a paired peer opens a stream
     /// to current activity S (the connection then carries the stream's bytes),
     /// or with `not-current` once S stops being current.
-    func awaitStream(sequence: UInt64, connection: StreamConnection) async throws(HandoffError) -> JSONValue {
+    func awaitStream(sequence: UInt64, connection: StreamConnection) async throws(HandoffError) -> StreamResult {
         try requireDedicated(connection, op: "awaitStream")
         guard let current = published, current.activity.sequence == sequence else {
             throw HandoffError(.notCurrent, "Activity \(sequence) is not the one this host offers now.",
@@ -52,13 +53,12 @@ extension Daemon {
         }
         let relay = try outcome.get()
         StreamRelay.handOver(relay, on: connection)
-        return ["stream": true, "peer": .string(Ed25519.deviceID(of: relay.peerKey).description),
-                "sequence": .integer(Int64(clamping: sequence))]
+        return StreamResult(peer: Ed25519.deviceID(of: relay.peerKey).description, sequence: Int64(clamping: sequence))
     }
 
     /// `openStream` {"sequence": S, "peer": ID (optional)}: opens a stream to the
     /// app on the peer that offered activity S; the connection then carries its bytes.
-    func openStream(peer reference: String?, sequence: UInt64, connection: StreamConnection) async throws(HandoffError) -> JSONValue {
+    func openStream(peer reference: String?, sequence: UInt64, connection: StreamConnection) async throws(HandoffError) -> StreamResult {
         try requireDedicated(connection, op: "openStream")
         let peer: Peer
         if let reference, !reference.isEmpty {
@@ -93,7 +93,7 @@ extension Daemon {
         let channel = try opened.get()
         log.info("opened a continuation stream to \(peer.deviceID) for activity \(sequence)")
         StreamRelay.handOver(StreamRelay(app: connection, channel: channel, role: .continuing), on: connection)
-        return ["stream": true, "peer": .string(peer.deviceID.description), "sequence": .integer(Int64(clamping: sequence))]
+        return StreamResult(peer: peer.deviceID.description, sequence: Int64(clamping: sequence))
     }
 
     /// A connection that carries a stream must carry nothing else: no events in the middle of the bytes.

@@ -175,7 +175,7 @@ public final class DocumentsAgent: @unchecked Sendable {
             userInfo["application"] = .string(application.name)
             userInfo["exec"] = .string(application.exec)
         }
-        if let device = try? HandoffClient(socketPath: configuration.socketPath, publisher: Self.publisher).request(.status)["name"]?.stringValue {
+        if let device = try? HandoffClient(socketPath: configuration.socketPath, publisher: Self.publisher).status().name {
             userInfo["device"] = .string(device)
         }
         let title = Activity.displayableTitle(application.map { "\(name) in \($0.name)" } ?? name)

@@ -103,9 +103,8 @@ public final class ContinuationStream: @unchecked Sendable {
                 throw unreachable("\(error)")
             }
             guard let line else { throw unreachable("it closed the connection") }
-            let result = try Reply(json: try JSONValue.parse(Data(line))).outcome.get()
-            return ContinuationStream(connection: connection, peer: result["peer"]?.stringValue ?? "",
-                                      sequence: UInt64(clamping: result["sequence"]?.integerValue ?? 0))
+            let result = try StreamResult(json: try Reply(json: try JSONValue.parse(Data(line))).outcome.get(), context: "the stream result")
+            return ContinuationStream(connection: connection, peer: result.peer, sequence: UInt64(clamping: result.sequence))
         } catch {
             connection.close()
             throw error

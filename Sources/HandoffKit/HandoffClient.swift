@@ -237,10 +237,10 @@ extension HandoffClient {
 
     /// Stops offering this publisher's activity; true when it was offered.
     @discardableResult
-    public func resign() throws(HandoffError) -> Bool { try request(.resign(publisher: publisher))["resigned"] == .bool(true) }
+    public func resign() throws(HandoffError) -> Bool { try request(.resign(publisher: publisher), as: ResignResult.self).resigned }
     /// Ends this publisher's activity; true when it had one.
     @discardableResult
-    public func invalidate() throws(HandoffError) -> Bool { try request(.invalidate(publisher: publisher))["invalidated"] == .bool(true) }
+    public func invalidate() throws(HandoffError) -> Bool { try request(.invalidate(publisher: publisher), as: InvalidateResult.self).invalidated }
     /// Offers this publisher's resigned activity again.
     @discardableResult
     public func becomeCurrent() throws(HandoffError) -> PublishReceipt {
@@ -249,16 +249,12 @@ extension HandoffClient {
 
     /// Peers in range, each with its current offer (or none).
     public func list() throws(HandoffError) -> [PeerEntry] {
-        try Self.list(request(.list)["peers"], context: "list") { (value) throws(HandoffError) in try PeerEntry(json: value, context: "a peer") }
+        try request(.list, as: PeerList.self).peers
     }
 
-    static func list<T>(_ value: JSONValue?, context: String, _ decode: (JSONValue) throws(HandoffError) -> T) throws(HandoffError) -> [T] {
-        guard let items = value?.arrayValue else {
-            throw HandoffError(.internal, "handoffd's \(context) reply holds no list.", fix: "Make sure the client and handoffd are the same version.")
-        }
-        var decoded: [T] = []
-        for item in items { decoded.append(try decode(item)) }
-        return decoded
+    /// A request whose result is read as `type`, the result type its op has (Docs/LOCAL-API.md).
+    public func request<Result: JSONCodable>(_ request: Request, as type: Result.Type) throws(HandoffError) -> Result {
+        try Result(json: self.request(request), context: "the \(request.op.rawValue) result")
     }
 
     /// An accept's outcome: where it continues, timings, and the activity decoded from the payload's mapping.
@@ -291,7 +287,7 @@ extension HandoffClient {
     }
 
     public func decline(peer: String) throws(HandoffError) -> String {
-        try request(.decline(peer: peer))["declined"]?.stringValue ?? peer
+        try request(.decline(peer: peer), as: DeclineResult.self).declined
     }
 
     public func identity() throws(HandoffError) -> IdentityInfo {
@@ -299,15 +295,15 @@ extension HandoffClient {
     }
 
     public func pairable() throws(HandoffError) -> [PairableDevice] {
-        try Self.list(request(.pairable)["devices"], context: "pairable") { (value) throws(HandoffError) in try PairableDevice(json: value, context: "a device") }
+        try request(.pairable, as: PairableList.self).devices
     }
 
     public func devices() throws(HandoffError) -> [DeviceEntry] {
-        try Self.list(request(.devices)["devices"], context: "devices") { (value) throws(HandoffError) in try DeviceEntry(json: value, context: "a device") }
+        try request(.devices, as: DeviceList.self).devices
     }
 
     public func declarations() throws(HandoffError) -> [AppEntry] {
-        try Self.list(request(.declarations)["apps"], context: "declarations") { (value) throws(HandoffError) in try AppEntry(json: value, context: "an app") }
+        try request(.declarations, as: AppList.self).apps
     }
 
     public func pair(peer: String?, address: String?) throws(HandoffError) -> PairingOffer {
@@ -320,6 +316,23 @@ extension HandoffClient {
 
     public func pairConfirm(session: Int64, accept: Bool) throws(HandoffError) -> PairingResult {
         try PairingResult(json: request(.pairConfirm(session: session, accept: accept)), context: "pairConfirm")
+    }
+
+    public func status() throws(HandoffError) -> StatusReport {
+        try request(.status, as: StatusReport.self)
+    }
+
+    public func doctor(peer: String?) throws(HandoffError) -> DoctorReport {
+        try request(.doctor(peer: peer), as: DoctorReport.self)
+    }
+
+    public func untrust(peer: String) throws(HandoffError) -> UntrustResult {
+        try request(.untrust(peer: peer), as: UntrustResult.self)
+    }
+
+    @discardableResult
+    public func setEnabled(_ enabled: Bool) throws(HandoffError) -> Bool {
+        try request(enabled ? .enable : .disable, as: EnabledResult.self).enabled
     }
 
     /// The daemon's version and the range it accepts.

@@ -36,14 +36,13 @@ struct Runner {
         case "pair": return try pair()
         case "devices": try devices()
         case "untrust":
-            let result = try client.request(.untrust(peer: arguments.positionals[0]))
-            print("No longer trusted: \(result["untrusted"]?.stringValue ?? "?").")
+            print("No longer trusted: \(try client.untrust(peer: arguments.positionals[0]).untrusted).")
         case "id": try identity()
         case "watch": return try watch()
         case "doctor": return try doctor()
         case "enable", "disable":
-            try client.request(command == "enable" ? .enable : .disable)
-            print(command == "enable" ? "Handoff is on." : "Handoff is off: this host offers and accepts nothing until 'handoff-peer enable'.")
+            let enabled = try client.setEnabled(command == "enable")
+            print(enabled ? "Handoff is on." : "Handoff is off: this host offers and accepts nothing until 'handoff-peer enable'.")
         case "apps": try apps()
         default: break
         }
@@ -75,8 +74,8 @@ struct Runner {
         }
         printTable(rows)
         // What this host offers in turn, and which publisher it comes from (the most recent action wins).
-        if let current = try? client.request(.status)["current"], let type = current["type"]?.stringValue {
-            print("\nOffered from here: \(safe(type)) from \(safe(current["publisher"]?.stringValue ?? "?"))")
+        if let current = try? client.status().current {
+            print("\nOffered from here: \(safe(current.type)) from \(safe(current.publisher))")
         }
     }
 
@@ -182,36 +181,34 @@ struct Runner {
     }
 
     private func status() throws(HandoffError) {
-        let status = try client.request(.status)
+        let status = try client.status()
         if wantsJSON {
-            print(status.prettyPrinted())
+            print(status.json.prettyPrinted())
             return
         }
-        print("Device:     \(safe(status["name"]?.stringValue ?? "")) (\(status["deviceId"]?.stringValue ?? ""))")
-        print("Handoff:    \(status["enabled"] == .bool(false) ? "off ('handoff-peer enable' turns it on)" : "on")")
-        print("Transfer:   port \(status["transferPort"]?.integerValue ?? 0)/tcp")
-        for path in status["discovery"]?.arrayValue ?? [] {
-            print("Discovery:  \(path["path"]?.stringValue ?? ""): \(path["state"]?.stringValue ?? "")")
+        print("Device:     \(safe(status.name)) (\(status.deviceID))")
+        print("Handoff:    \(status.enabled ? "on" : "off ('handoff-peer enable' turns it on)")")
+        print("Transfer:   port \(status.transferPort)/tcp")
+        for path in status.discovery {
+            print("Discovery:  \(path.path): \(path.state)")
         }
-        print("Bluetooth:  \(safe(status["bluetooth"]?["state"]?.stringValue ?? "?"))")
-        print("Paired:     \(status["trustedDevices"]?.integerValue ?? 0) device(s); \(status["peers"]?.integerValue ?? 0) in range")
-        if let current = status["current"], current != .null, status["offering"] == .bool(true) {
-            print("Offering:   \(current["type"]?.stringValue ?? "") from \(safe(current["publisher"]?.stringValue ?? "?")) (sequence \(current["sequence"]?.integerValue ?? 0))")
-        } else if let current = status["current"], current != .null {
-            print("Offering:   nothing: Handoff is off (\(current["type"]?.stringValue ?? "") is kept and offered again once enabled)")
+        print("Bluetooth:  \(safe(status.bluetooth["state"]?.stringValue ?? "?"))")
+        print("Paired:     \(status.trustedDevices) device(s); \(status.peers) in range")
+        if let current = status.current, status.offering {
+            print("Offering:   \(current.type) from \(safe(current.publisher)) (sequence \(current.sequence))")
+        } else if let current = status.current {
+            print("Offering:   nothing: Handoff is off (\(current.type) is kept and offered again once enabled)")
         } else {
             print("Offering:   nothing")
         }
         // The most recent user action wins; a resign hands back to the next one still offered.
-        for entry in (status["publishers"]?.arrayValue ?? []) where entry["state"] != .string("current") {
-            print("            then \(safe(entry["publisher"]?.stringValue ?? "?")): \(safe(entry["type"]?.stringValue ?? "")) (\(entry["state"]?.stringValue ?? ""))")
+        for entry in status.publishers where entry.state != "current" {
+            print("            then \(safe(entry.publisher)): \(safe(entry.type)) (\(entry.state))")
         }
-        let drops = status["drops"]?.objectValue ?? [:]
+        let drops = status.drops.objectValue ?? [:]
         let counts = drops.keys.sorted().map { "\($0) \(drops[$0]?.integerValue ?? 0)" }.joined(separator: ", ")
         print("Dropped:    \(counts)")
-        if let transfers = status["transfers"] {
-            print("Transfers:  served \(transfers["served"]?.integerValue ?? 0), refused \(transfers["refused"]?.integerValue ?? 0)")
-        }
+        print("Transfers:  served \(status.transfers.served), refused \(status.transfers.refused)")
     }
 
     private func pair() throws(HandoffError) -> Int32 {
@@ -296,38 +293,27 @@ struct Runner {
     }
 
     private func doctor() throws(HandoffError) -> Int32 {
-        var report = try client.request(.doctor(peer: arguments.positionals.first))
-        let ok = report["ok"] == .bool(true)
+        var report = try client.doctor(peer: arguments.positionals.first)
         // Whether each browser can start the extension's host: checked here, in the user's files.
         let browsers = browserHostFindings()
         if wantsJSON {
-            if case var .object(fields) = report {
-                fields["browsers"] = .array(browsers.map(\.json))
-                report = .object(fields)
-            }
-            print(report.prettyPrinted())
-            return ok ? 0 : ExitCode.failure
+            report.browsers = .array(browsers.map(\.json))
+            print(report.json.prettyPrinted())
+            return report.ok ? 0 : ExitCode.failure
         }
-        let subject = report["peer"]?.stringValue.map { "\(safe(report["host"]?.stringValue ?? "")) and \(safe($0))" }
-            ?? safe(report["host"]?.stringValue ?? "this host")
+        let subject = report.peer.map { "\(safe(report.host)) and \(safe($0))" } ?? safe(report.host)
         print("Handoff conditions for \(subject):")
         var fixes: [String] = []
-        for condition in report["conditions"]?.arrayValue ?? [] {
-            let code = condition["code"]?.stringValue ?? "?"
-            let status = condition["status"]?.stringValue ?? "?"
-            print("  \(code.padded(to: 10))\(status.padded(to: 5))  \(safe(condition["evidence"]?.stringValue ?? ""))")
-            if status == "fail" || status == "warn", let fix = condition["fix"]?.stringValue, !fix.isEmpty {
-                fixes.append("  \(code): \(fix)")
+        for condition in report.conditions {
+            print("  \(condition.code.padded(to: 10))\(condition.status.padded(to: 5))  \(safe(condition.evidence))")
+            if condition.status == "fail" || condition.status == "warn", !condition.fix.isEmpty {
+                fixes.append("  \(condition.code): \(condition.fix)")
             }
         }
-        if let verdict = report["verdict"], verdict != .null {
-            let code = verdict["code"]?.stringValue ?? "?"
-            let condition = ConditionDecision.transportCodes.map(\.rawValue).contains(code)
-            if !condition {
-                // Not a transport condition (an offer declined or withdrawn): all six hold, and this is why nothing continues.
-                print("\nBut (\(code)): \(safe(verdict["message"]?.stringValue ?? ""))")
-                fixes.append("  \(code): \(verdict["fix"]?.stringValue ?? "")")
-            }
+        if let verdict = report.verdict, !ConditionDecision.transportCodes.map(\.rawValue).contains(verdict.code) {
+            // Not a transport condition (an offer declined or withdrawn): all six hold, and this is why nothing continues.
+            print("\nBut (\(verdict.code)): \(safe(verdict.message))")
+            fixes.append("  \(verdict.code): \(verdict.fix)")
         }
         if !fixes.isEmpty { print("\nFix:\n" + fixes.joined(separator: "\n")) }
         let used = browsers.filter { $0.status != "off" }
@@ -338,7 +324,7 @@ struct Runner {
                 if !finding.fix.isEmpty { print("  \(String(repeating: " ", count: 21))Fix: \(finding.fix)") }
             }
         }
-        return ok ? 0 : ExitCode.failure
+        return report.ok ? 0 : ExitCode.failure
     }
 
     private func browserHostFindings() -> [HostManifestCheck.Finding] {

@@ -40,12 +40,12 @@ import Testing
         #expect(handedBack.type == document.type)
         #expect(handedBack.sequence > browsing.sequence) // a new offer, so peers list it again
         let status = await test.daemon.status()
-        #expect(status["current"]?["publisher"] == .string("documents"))
+        #expect(status.current?.publisher == "documents")
         // Most recent action first.
-        #expect(status["publishers"] == .array([
-            ["publisher": "browser-firefox", "type": .string(tab.type), "state": "resigned"],
-            ["publisher": "documents", "type": .string(document.type), "state": "current"],
-        ]))
+        #expect(status.publishers == [
+            .init(publisher: "browser-firefox", type: tab.type, state: "resigned"),
+            .init(publisher: "documents", type: document.type, state: "current"),
+        ])
     }
 
     @Test func anotherPublishersResignLeavesTheCurrentOffer() async throws {
@@ -102,5 +102,29 @@ import Testing
         #expect(try await send(test, .invalidate(publisher: nil))["invalidated"] == .bool(true))
         #expect(await current(test) == nil)
         #expect(await test.daemon.offering.publishers.entries.isEmpty)
+    }
+}
+
+/// Every op the daemon can answer alone (no peer, no app waiting) answers with its declared result type.
+@Suite struct DeclaredResultTests {
+    @Test func eachReplyReadsAsItsOpsResultType() async throws {
+        let test = try TestDaemon()
+        defer { test.remove() }
+        let activity = Activity(type: "io.github.handoff.document", title: "notes.md")
+        let requests: [Request] = [
+            .hello, .id, .status, .list, .devices, .pairable, .declarations, .doctor(peer: nil),
+            .publish(.json(activity), publisher: "documents"), .becomeCurrent(publisher: "documents"),
+            .resign(publisher: "documents"), .invalidate(publisher: "documents"), .disable, .enable,
+        ]
+        for request in requests {
+            let (client, server) = try connectedPair()
+            defer { client.close(); server.close() }
+            guard case let .success(reply)? = await test.daemon.handle(request, payloadActivity: nil, id: nil, connection: server) else {
+                Issue.record("\(request.op) failed")
+                continue
+            }
+            let type = request.op.resultType
+            #expect(throws: Never.self, "\(request.op)") { _ = try type.init(json: reply.result, context: "\(request.op)") }
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HandoffAPI
 import HandoffCommandLine
 import HandoffCore
 
@@ -12,6 +13,7 @@ enum Targets {
         // The local API, the CLI's --user-info, the trust store and settings files.
         "json": json,
         "activity-json": activityJSON,
+        "local-api-message": localAPIMessage,
         // Payload and its userInfo, fetched from a peer after accept.
         "plist": plist,
         "payload": payload,
@@ -66,6 +68,37 @@ enum Targets {
         // What the daemon writes back must parse again (replies, trust store).
         check((try? JSONValue.parse(value.encodedLine())) != nil, "encodedLine reparses")
         check((try? JSONValue.parse(value.prettyPrinted())) != nil, "prettyPrinted reparses")
+    }
+
+    /// Every reply result and event a client reads (JSONValueCoding): one that is read must
+    /// write back to a value that reads as the same thing.
+    static func localAPIMessage(_ bytes: [UInt8]) {
+        guard let value = try? JSONValue.parse(Data(bytes)) else { return }
+        func roundTrip<T: JSONCodable>(_ type: T.Type) {
+            guard let decoded = try? T(json: value, context: "fuzz") else { return }
+            check((try? T(json: decoded.json, context: "fuzz")) == decoded, "\(T.self) reads back as itself")
+        }
+        roundTrip(ActivityFields.self)
+        roundTrip(OfferInfo.self)
+        roundTrip(PeerEntry.self)
+        roundTrip(PublishReceipt.self)
+        roundTrip(AcceptResult.self)
+        roundTrip(PairingOffer.self)
+        roundTrip(PairingResult.self)
+        roundTrip(PairableDevice.self)
+        roundTrip(DeviceEntry.self)
+        roundTrip(AppEntry.self)
+        roundTrip(IdentityInfo.self)
+        roundTrip(HelloResult.self)
+        roundTrip(ContinuedEvent.self)
+        roundTrip(TransferProgress.self)
+        roundTrip(TransferWaiting.self)
+        if let event = try? Event(json: value) {
+            check((try? Event(json: event.json)) == event, "an event reads back as itself")
+        }
+        if let reply = try? Reply(json: value) {
+            check((try? Reply(json: reply.json)) == reply, "a reply reads back as itself")
+        }
     }
 
     static func activityJSON(_ bytes: [UInt8]) {

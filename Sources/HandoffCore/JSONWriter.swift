@@ -1,4 +1,3 @@
-import HandoffCore
 
 /// Compact JSON straight into bytes, keys sorted (stable output), UTF-8 kept as
 /// is. The local API writes every message with it: Foundation's JSONEncoder
@@ -41,6 +40,39 @@ public struct JSONWriter {
                 write(fields[key]!)
             }
             bytes.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// The same, indented two spaces a level with one member per line: for files people read
+    /// (the state directory) and `--json` output.
+    public mutating func writeIndented(_ value: JSONValue, level: Int = 0) {
+        func newline(_ depth: Int) {
+            bytes.append(UInt8(ascii: "\n"))
+            bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * depth))
+        }
+        switch value {
+        case let .array(items) where !items.isEmpty:
+            bytes.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                newline(level + 1)
+                writeIndented(item, level: level + 1)
+            }
+            newline(level)
+            bytes.append(UInt8(ascii: "]"))
+        case let .object(fields) where !fields.isEmpty:
+            bytes.append(UInt8(ascii: "{"))
+            for (index, key) in fields.keys.sorted().enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                newline(level + 1)
+                writeString(key)
+                append(" : ")
+                writeIndented(fields[key]!, level: level + 1)
+            }
+            newline(level)
+            bytes.append(UInt8(ascii: "}"))
+        default:
+            write(value)
         }
     }
 
