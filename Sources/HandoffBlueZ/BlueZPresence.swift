@@ -36,7 +36,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         }
     }
 
-    public let name = DiscoveryPathName.bluetooth.rawValue
+    public let name = DiscoveryPathName.bluetooth
     private let configuration: Configuration
     private let status: Locked<BluetoothStatus>
     private let inbox = Locked<[@Sendable (BlueZPresence) -> Void]>([])

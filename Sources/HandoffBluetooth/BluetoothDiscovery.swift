@@ -27,7 +27,7 @@ public final class BluetoothDiscovery: BluetoothPresence {
         public var advertisingType: AdvertisingParameters.AdvertisingType { .nonConnectableUndirected }
     }
 
-    public let name = DiscoveryPathName.bluetooth.rawValue
+    public let name = DiscoveryPathName.bluetooth
     private let configuration: Configuration
     private let status: Locked<BluetoothStatus>
     private let controller = Locked<BluetoothController?>(nil)

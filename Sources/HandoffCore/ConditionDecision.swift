@@ -68,7 +68,7 @@ public struct ConditionEvidence: Sendable, Equatable {
     public struct Peer: Sendable, Equatable {
         public var name: String
         /// When a present announcement last arrived, by path ("multicast", "unicast").
-        public var announcementsByPath: [String: UInt64] = [:]
+        public var announcementsByPath: [DiscoveryPathName: UInt64] = [:]
         public var ttlMillis: UInt64 = 15_000
         /// What it said about itself in its last announcement (nil: never heard since this daemon started).
         public var state: Announcement.SenderState?
@@ -105,7 +105,7 @@ public struct ConditionEvidence: Sendable, Equatable {
     public var thresholdDBM = -70
     public var freshnessMillis: UInt64 = 10_000
     /// Discovery paths that work here ("multicast", "unicast", "mdns"), and what the others say.
-    public var workingPaths: [String] = []
+    public var workingPaths: [DiscoveryPathName] = []
     /// Interfaces up with a carrier and an address (nil: not known); empty: no link here.
     public var linksUp: [String]?
     public var brokenPaths = ""
@@ -300,14 +300,14 @@ public enum ConditionDecision {
             // each 15-minute period (Docs/PROTOCOL.md). A peer listed for two periods (one copy
             // may be lost) from which no multicast came in that time has its multicast filtered.
             let window = 2 * ServiceRecord.rotationSeconds * 1000 + p.ttlMillis
-            let multicastRecent = p.announcementsByPath["multicast"].map { $0 + window > now } ?? false
+            let multicastRecent = p.announcementsByPath[.multicast].map { $0 + window > now } ?? false
             let listedLongEnough = p.listedSinceMillis.map { $0 + window <= now } ?? false
             // The active check: asked by multicast at least 10 s ago, answered by unicast only since.
             let checkUnanswered = p.multicastCheckMillis.map { checked in
-                checked + 10_000 <= now && (p.announcementsByPath["multicast"] ?? 0) < checked
-                    && (p.announcementsByPath["unicast"] ?? 0) > checked
+                checked + 10_000 <= now && (p.announcementsByPath[.multicast] ?? 0) < checked
+                    && (p.announcementsByPath[.unicast] ?? 0) > checked
             } ?? false
-            if e.workingPaths.contains("multicast"), listedLongEnough && !multicastRecent || checkUnanswered, p.announcementsByPath["unicast"] != nil {
+            if e.workingPaths.contains(.multicast), listedLongEnough && !multicastRecent || checkUnanswered, p.announcementsByPath[.unicast] != nil {
                 return verdict(.multicastFiltered, "Announcements from \(name) arrive by unicast (found by mDNS) but not by multicast: the network filters multicast (access-point client isolation or IGMP snooping) or a firewall drops 47180/udp.",
                                "Handoff works through mDNS; to restore multicast, turn off client isolation on the access point or open 47180/udp ('sudo ufw allow 47180/udp').")
             }
@@ -454,7 +454,7 @@ public enum ConditionDecision {
             case .bluetooth:
                 if case let .working(text) = e.bluetooth { return (.pass, "controller \(text)") }
                 return (.off, "not used (no bluetoothd, no --hci): proximity is not enforced on this host")
-            case .network: return (.pass, "transfer port \(e.transferPort)/tcp listening; discovery by \(e.workingPaths.joined(separator: ", "))")
+            case .network: return (.pass, "transfer port \(e.transferPort)/tcp listening; discovery by \(e.workingPaths.map(\.rawValue).joined(separator: ", "))")
             case .enabled: return (.pass, "Handoff is on")
             case .proximity:
                 guard e.bluetooth != .notUsed else { return (.off, "not enforced (Bluetooth not used on this host)") }
@@ -462,7 +462,7 @@ public enum ConditionDecision {
             default: return (.pass, "\(e.declaredTypes.count) activity type(s) declared here")
             }
         }
-        let live = p.announcementsByPath.filter { $0.value + p.ttlMillis > e.nowMillis }.keys.sorted()
+        let live = p.announcementsByPath.filter { $0.value + p.ttlMillis > e.nowMillis }.keys.sorted().map(\.rawValue)
         let established = hidden ? " (not known while \(verdict?.code.rawValue ?? "") fails)" : ""
         switch code {
         case .trust:
@@ -472,7 +472,7 @@ public enum ConditionDecision {
             let works = !live.isEmpty && p.state?.contains(.bluetoothWorking) == true
             return (status(works), "controller \(text); " + (works ? "\(p.name)'s controller works" : "\(p.name)'s controller" + (established.isEmpty ? " state not announced" : established)))
         case .network:
-            var text = "transfer port \(e.transferPort)/tcp listening; discovery by \(e.workingPaths.joined(separator: ", "))"
+            var text = "transfer port \(e.transferPort)/tcp listening; discovery by \(e.workingPaths.map(\.rawValue).joined(separator: ", "))"
             if !live.isEmpty { text += "; \(p.name)'s announcements by \(live.joined(separator: ", "))" }
             if p.portProbe == .open { text += "; its transfer port \(p.transferPort)/tcp open" }
             return (status(!live.isEmpty || p.portProbe == .open), text)

@@ -4,7 +4,7 @@
 /// short list of devices unpaired here.
 public struct PeerHistory: Sendable {
     public struct Entry: Sendable, Equatable {
-        public var announcementsByPath: [String: UInt64] = [:]
+        public var announcementsByPath: [DiscoveryPathName: UInt64] = [:]
         public var ttlMillis: UInt64 = 15_000
         public var state: Announcement.SenderState?
         public var goodbyeMillis: UInt64?

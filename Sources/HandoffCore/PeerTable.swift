@@ -38,7 +38,7 @@ public struct Peer: Sendable {
     public var transferPort: UInt16
     public var lastSeenMillis: UInt64
     /// When an announcement last arrived by each path ("multicast", "unicast").
-    public var lastSeenByPath: [String: UInt64] = [:]
+    public var lastSeenByPath: [DiscoveryPathName: UInt64] = [:]
     /// When it was first heard since it last appeared (it has been listed ever since).
     public var appearedMillis: UInt64 = 0
     public var ttlMillis: UInt64
@@ -64,7 +64,7 @@ public struct Peer: Sendable {
     public func isExpired(nowMillis: UInt64) -> Bool { lastSeenMillis + ttlMillis <= nowMillis }
 
     /// The paths that delivered an announcement within the TTL.
-    public func livePaths(nowMillis: UInt64) -> [String] {
+    public func livePaths(nowMillis: UInt64) -> [DiscoveryPathName] {
         lastSeenByPath.filter { $0.value + ttlMillis > nowMillis }.keys.sorted()
     }
 
@@ -124,7 +124,7 @@ public struct PeerTable: Sendable {
         return timestampMillis > nowMillis &- min(nowMillis, ttlMillis &+ skew) && timestampMillis <= nowMillis &+ skew
     }
 
-    public mutating func receive(datagram: [UInt8], fromHost host: String, path: String = "multicast", nowMillis: UInt64,
+    public mutating func receive(datagram: [UInt8], fromHost host: String, path: DiscoveryPathName = .multicast, nowMillis: UInt64,
                                  verifier: some SignatureVerifying,
                                  isTrusted: (DeviceKey) -> Bool) -> [PeerEvent] {
         let received: ReceivedAnnouncement

@@ -53,7 +53,7 @@ extension Daemon {
         }
         e.thresholdDBM = discovery.proximity.settings.thresholdDBM
         e.freshnessMillis = discovery.proximity.settings.freshnessMillis
-        let networkPaths = discovery.paths.filter { $0.name != DiscoveryPathName.bluetooth.rawValue }
+        let networkPaths = discovery.paths.filter { $0.name != .bluetooth }
         e.workingPaths = networkPaths.filter { path in
             if let mdns = path as? AvahiDiscoveryStatusReporting { return mdns.isAvailable }
             return !path.state.hasPrefix("no ") && !path.state.hasPrefix("closed")

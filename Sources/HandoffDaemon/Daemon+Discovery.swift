@@ -81,7 +81,7 @@ extension Daemon {
                 return peers.recordDrop(\.badSignature)
             }
             let before = peers.peers[sender]?.announceSequence
-            let events = peers.receive(datagram: inner, fromHost: host, path: path.rawValue, nowMillis: now,
+            let events = peers.receive(datagram: inner, fromHost: host, path: path, nowMillis: now,
                                        verifier: verifier, isTrusted: trust.contains)
             remember(announcementFrom: sender, events: events, nowMillis: now)
             emit(events)
@@ -161,11 +161,11 @@ extension Daemon {
     }
 
     /// Paths by which `key` is currently seen, for `list` and `status`.
-    func paths(of peer: Peer, nowMillis: UInt64) -> [String] {
+    func paths(of peer: Peer, nowMillis: UInt64) -> [DiscoveryPathName] {
         var names = Set(peer.livePaths(nowMillis: nowMillis))
-        if recognisedSightings(nowMillis: nowMillis).contains(where: { $0.key == peer.key }) { names.insert("mdns") }
+        if recognisedSightings(nowMillis: nowMillis).contains(where: { $0.key == peer.key }) { names.insert(.mdns) }
         if discovery.bluetooth != nil, discovery.proximity.readings[peer.key].map({ $0.lastHeardMillis + discovery.proximity.settings.freshnessMillis > nowMillis }) == true {
-            names.insert("bluetooth")
+            names.insert(.bluetooth)
         }
         return names.sorted()
     }

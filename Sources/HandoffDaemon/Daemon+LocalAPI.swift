@@ -287,7 +287,7 @@ extension Daemon {
             }
             return PeerEntry(peer: peer.deviceID.description, name: peer.name, hosts: peer.hosts, port: Int64(peer.transferPort),
                              lastSeenMillisAgo: Int64(clamping: now &- peer.lastSeenMillis),
-                             paths: paths(of: peer, nowMillis: now), proximity: proximityJSON(peer.key, nowMillis: now), offer: offer)
+                             paths: paths(of: peer, nowMillis: now).map(\.rawValue), proximity: proximityJSON(peer.key, nowMillis: now), offer: offer)
         }
     }
 
@@ -309,9 +309,9 @@ extension Daemon {
         }
         let paths = discovery.paths.map {
             // Off, no beacon goes out, whatever the controller was last told.
-            let state = !settings.enabled && $0.name == DiscoveryPathName.bluetooth.rawValue && discovery.bluetooth?.currentStatus.available == true
+            let state = !settings.enabled && $0.name == .bluetooth && discovery.bluetooth?.currentStatus.available == true
                 ? "scanning only on \(discovery.bluetooth?.currentStatus.adapter ?? configuration.hci ?? "the adapter"): no beacon while Handoff is off" : $0.state
-            return StatusReport.Path(path: $0.name, state: state)
+            return StatusReport.Path(path: $0.name.rawValue, state: state)
         }
         return StatusReport(
             deviceID: deviceID.description, publicKey: identity.publicKey.hex, name: configuration.name, transferPort: Int64(server.port),

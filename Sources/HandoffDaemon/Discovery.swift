@@ -110,7 +110,7 @@ struct Discovery {
         }
 
         init(_ peer: Peer) {
-            self.init(key: peer.key, appearedMillis: peer.appearedMillis, heardByMulticastMillis: peer.lastSeenByPath["multicast"])
+            self.init(key: peer.key, appearedMillis: peer.appearedMillis, heardByMulticastMillis: peer.lastSeenByPath[.multicast])
         }
     }
 

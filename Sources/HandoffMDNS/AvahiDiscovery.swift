@@ -21,7 +21,7 @@ import HandoffTransport
 /// entry group, paced by `RegistrationPacer` (avahi holds a group committed too
 /// often for minutes to hours; a registration it never confirms is made again).
 public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
-    public let name = "mdns"
+    public let name = DiscoveryPathName.mdns
     private let servicePort: UInt16
     private let interfaceIndex: Int32
     private let status = Locked(Status())

@@ -17,7 +17,7 @@ public final class MulticastDiscovery: DiscoveryPath {
         public init() {}
     }
 
-    public let name = "multicast"
+    public let name = DiscoveryPathName.multicast
     private let configuration: Configuration
     private let sockets = Locked(Sockets())
     private let running = Atomic<Bool>(false)

@@ -9,7 +9,7 @@ import Synchronization
 /// keeps a paired host quiet on a crowded link (no multicast copies at rest),
 /// and what lets two hosts hand off with multicast filtered as long as mDNS works.
 public final class UnicastAnnouncer: DiscoveryPath {
-    public let name = DiscoveryPathName.unicast.rawValue
+    public let name = DiscoveryPathName.unicast
     private let port: UInt16
     private let state_ = Locked(State())
     private let running = Atomic<Bool>(false)

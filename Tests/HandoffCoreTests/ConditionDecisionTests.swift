@@ -10,12 +10,12 @@ private let minute: UInt64 = 60_000
 private func healthy(_ purpose: ConditionEvidence.Purpose = .accept(requireApp: false)) -> ConditionEvidence {
     var e = ConditionEvidence(purpose: purpose, nowMillis: now, hostName: "laptop-b")
     e.bluetooth = .working("unix:/tmp/b.hci advertising and scanning")
-    e.workingPaths = ["multicast", "unicast", "mdns"]
+    e.workingPaths = [.multicast, .unicast, .mdns]
     e.pairedNames = ["laptop-a"]
     e.declaredTypes = ["org.example.reader.document"]
     e.reference = "laptop-a"
     var p = ConditionEvidence.Peer(name: "laptop-a")
-    p.announcementsByPath = ["multicast": now - 500, "unicast": now - 600]
+    p.announcementsByPath = [.multicast: now - 500, .unicast: now - 600]
     p.ttlMillis = 15_000
     p.state = [.bluetoothConfigured, .bluetoothWorking]
     p.beacon = .init(lastHeardMillis: now - 300, smoothedRSSI: -50)
@@ -29,7 +29,7 @@ private func healthy(_ purpose: ConditionEvidence.Purpose = .accept(requireApp: 
 /// laptop-a has been silent for two minutes: no announcement, no beacon, no mDNS record.
 private func silent(_ purpose: ConditionEvidence.Purpose = .accept(requireApp: false)) -> ConditionEvidence {
     var e = healthy(purpose)
-    e.peer?.announcementsByPath = ["multicast": now - 2 * minute]
+    e.peer?.announcementsByPath = [.multicast: now - 2 * minute]
     e.peer?.beacon = .init(lastHeardMillis: now - 2 * minute, smoothedRSSI: -50)
     e.peer?.mdnsSeen = false
     e.peer?.offer = .none
@@ -63,12 +63,12 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
         $0.peer?.handshake = .noAnswer
     }, .peerNotAnswering),
     ("peer suspended: beacon, announcements and address quiet together", with(silent()) {
-        $0.peer?.announcementsByPath = ["multicast": now - 40_000]
+        $0.peer?.announcementsByPath = [.multicast: now - 40_000]
         $0.peer?.beacon = .init(lastHeardMillis: now - 39_000, smoothedRSSI: -50)
         $0.peer?.portProbe = .unreachable("169.254.10.1: No route to host")
     }, .peerAsleep),
     ("peer suspended within its TTL", with(healthy()) {
-        $0.peer?.announcementsByPath = ["multicast": now - 12_000]
+        $0.peer?.announcementsByPath = [.multicast: now - 12_000]
         $0.peer?.beacon = .init(lastHeardMillis: now - 11_500, smoothedRSSI: -50)
         $0.peer?.portProbe = .dropped(host: "169.254.10.1")
     }, .peerAsleep),
@@ -86,7 +86,7 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
     ("peer without Bluetooth", with(healthy()) { $0.peer?.state = [] }, .peerWithoutBluetooth),
     ("no network here", with(healthy()) { $0.workingPaths = []; $0.brokenPaths = "multicast: no interface" }, .noNetworkHere),
     ("multicast filtered, found by the active check within a minute", with(healthy()) {
-        $0.peer?.announcementsByPath = ["multicast": now - 50_000, "unicast": now - 100]
+        $0.peer?.announcementsByPath = [.multicast: now - 50_000, .unicast: now - 100]
         $0.peer?.listedSinceMillis = now - 50_000
         $0.peer?.multicastCheckMillis = now - 20_000
     }, .multicastFiltered),
@@ -104,7 +104,7 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
         $0.peer?.handshake = .trusted
     }, .announcementsBlocked),
     ("incoming multicast dropped, unicast works", with(healthy()) {
-        $0.peer?.announcementsByPath = ["multicast": now - 31 * minute, "unicast": now - 100]
+        $0.peer?.announcementsByPath = [.multicast: now - 31 * minute, .unicast: now - 100]
         $0.peer?.listedSinceMillis = now - 40 * minute
     }, .multicastFiltered),
     ("transfer port dropped", with(healthy(.doctor)) { $0.peer?.portProbe = .dropped(host: "169.254.10.1") }, .transferPortDropped),
@@ -124,15 +124,15 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
     @Test func aHealthyPairHasNoVerdict() {
         #expect(ConditionDecision.decide(healthy()) == nil)
         // At rest only unicast keepalives arrive; the first contact came by multicast long ago.
-        #expect(ConditionDecision.decide(with(healthy()) { $0.peer?.announcementsByPath = ["multicast": now - 20 * minute, "unicast": now - 100] }) == nil)
+        #expect(ConditionDecision.decide(with(healthy()) { $0.peer?.announcementsByPath = [.multicast: now - 20 * minute, .unicast: now - 100] }) == nil)
         // Listed for less than two periods, heard by unicast alone: no multicast was due yet.
         #expect(ConditionDecision.decide(with(healthy()) {
-            $0.peer?.announcementsByPath = ["unicast": now - 100]
+            $0.peer?.announcementsByPath = [.unicast: now - 100]
             $0.peer?.listedSinceMillis = now - 10 * minute
         }) == nil)
         // Listed for two periods and more, and no multicast in that time: multicast stopped reaching this host.
         #expect(ConditionDecision.decide(with(healthy()) {
-            $0.peer?.announcementsByPath = ["unicast": now - 100]
+            $0.peer?.announcementsByPath = [.unicast: now - 100]
             $0.peer?.listedSinceMillis = now - 31 * minute
         })?.cause == .multicastFiltered)
         #expect(ConditionDecision.decide(healthy(.doctor)) == nil)
@@ -195,7 +195,7 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
 
     @Test func aStopIsToldWithItsTimeInTheUsersZone() throws {
         var evidence = with(silent()) {
-            $0.peer?.announcementsByPath = ["multicast": now - 41 * minute]
+            $0.peer?.announcementsByPath = [.multicast: now - 41 * minute]
             $0.peer?.goodbyeMillis = now - 40 * minute
         }
         evidence.utcOffsetSeconds = 3600

@@ -15,7 +15,7 @@ private func offer(sequence: UInt64, expires: UInt64) -> SignedSummary {
 
 /// Alice's announcement number `sequence` at `time`, through a peer table: the Peer the daemon would hold.
 private func heard(_ table: inout PeerTable, sequence: UInt64, at time: UInt64, offer: SignedSummary?,
-                   state: Announcement.SenderState = [], path: String = "multicast") -> Peer? {
+                   state: Announcement.SenderState = [], path: DiscoveryPathName = .multicast) -> Peer? {
     var announcement = Announcement(kind: .present, senderKey: alice.publicKey, sequence: sequence, timestampMillis: time,
                                     transferPort: 47181, ttlSeconds: 15, name: "alice", summary: offer)
     announcement.state = state
@@ -79,7 +79,7 @@ private func heard(_ table: inout PeerTable, sequence: UInt64, at time: UInt64, 
         let entry = try #require(history.entries[alice.publicKey])
         #expect(entry.state == [.disabled])
         #expect(entry.goodbyeMillis == now + 5000)
-        #expect(entry.announcementsByPath == ["multicast": now])
+        #expect(entry.announcementsByPath == [.multicast: now])
         #expect(entry.hosts == ["192.0.2.1"])
         #expect(history.offerState(of: alice.publicKey, peer: nil, hasWebpage: false, nowMillis: now) == .none)
     }
@@ -90,13 +90,13 @@ private func heard(_ table: inout PeerTable, sequence: UInt64, at time: UInt64, 
         history.heard(try #require(heard(&table, sequence: 1, at: now, offer: nil)), nowMillis: now)
         // It expires, then comes back by unicast: its first contact by multicast is still known.
         _ = table.expire(nowMillis: now + 60_000)
-        history.heard(try #require(heard(&table, sequence: 2, at: now + 60_000, offer: nil, path: "unicast")), nowMillis: now + 60_000)
-        #expect(history.entries[alice.publicKey]?.announcementsByPath == ["multicast": now, "unicast": now + 60_000])
+        history.heard(try #require(heard(&table, sequence: 2, at: now + 60_000, offer: nil, path: .unicast)), nowMillis: now + 60_000)
+        #expect(history.entries[alice.publicKey]?.announcementsByPath == [.multicast: now, .unicast: now + 60_000])
         // After a goodbye, what it is heard by starts afresh.
         history.saidGoodbye(alice.publicKey, nowMillis: now + 61_000)
         _ = table.expire(nowMillis: now + 200_000)
-        history.heard(try #require(heard(&table, sequence: 3, at: now + 200_000, offer: nil, path: "unicast")), nowMillis: now + 200_000)
-        #expect(history.entries[alice.publicKey]?.announcementsByPath == ["unicast": now + 200_000])
+        history.heard(try #require(heard(&table, sequence: 3, at: now + 200_000, offer: nil, path: .unicast)), nowMillis: now + 200_000)
+        #expect(history.entries[alice.publicKey]?.announcementsByPath == [.unicast: now + 200_000])
     }
 
     @Test func unpairedDevicesAreRememberedAndBounded() {

@@ -40,7 +40,7 @@ private func makeTable() -> PeerTable {
 }
 
 extension PeerTable {
-    fileprivate mutating func receive(_ bytes: [UInt8], from host: String = hostA, path: String = "multicast",
+    fileprivate mutating func receive(_ bytes: [UInt8], from host: String = hostA, path: DiscoveryPathName = .multicast,
                                       at time: UInt64 = now, isTrusted: (DeviceKey) -> Bool = trusted) -> [PeerEvent] {
         receive(datagram: bytes, fromHost: host, path: path, nowMillis: time, verifier: verifier, isTrusted: isTrusted)
     }
@@ -240,17 +240,17 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
     @Test func pathsAreTrackedPerTransport() throws {
         var table = makeTable()
         let first = datagram(alice, sequence: 1)
-        _ = table.receive(first, path: "multicast")
+        _ = table.receive(first, path: .multicast)
         // The same datagram by unicast: that path counts as seen when the datagram was first accepted.
-        _ = table.receive(first, from: hostB, path: "unicast", at: now + 5000)
+        _ = table.receive(first, from: hostB, path: .unicast, at: now + 5000)
         var peer = try #require(table.peers[alice.publicKey])
-        #expect(peer.lastSeenByPath == ["multicast": now, "unicast": now])
-        #expect(peer.livePaths(nowMillis: now + 29_999) == ["multicast", "unicast"])
+        #expect(peer.lastSeenByPath == [.multicast: now, .unicast: now])
+        #expect(peer.livePaths(nowMillis: now + 29_999) == [.multicast, .unicast])
         // Only unicast keeps arriving; multicast falls out after the TTL.
-        _ = table.receive(datagram(alice, sequence: 2), path: "unicast", at: now + 20_000)
+        _ = table.receive(datagram(alice, sequence: 2), path: .unicast, at: now + 20_000)
         peer = try #require(table.peers[alice.publicKey])
-        #expect(peer.lastSeenByPath == ["multicast": now, "unicast": now + 20_000])
-        #expect(peer.livePaths(nowMillis: now + 30_000) == ["unicast"])
+        #expect(peer.lastSeenByPath == [.multicast: now, .unicast: now + 20_000])
+        #expect(peer.livePaths(nowMillis: now + 30_000) == [.unicast])
         #expect(peer.livePaths(nowMillis: now + 50_000) == [])
     }
 
