@@ -93,6 +93,10 @@ let package = Package(
         .testTarget(name: "HandoffTransportTests", dependencies: ["HandoffTransport", "HandoffCore"]),
         .testTarget(name: "HandoffBlueZTests", dependencies: ["HandoffBlueZ", "HandoffDBus", "HandoffCore"]),
         .testTarget(name: "HandoffDBusTests", dependencies: ["HandoffDBus", "HandoffBlueZ", "CSystemd", "HandoffCore"]),
+        // Several real daemons in one process over loopback discovery (TestHost, LoopbackHub).
+        .target(name: "HandoffTestSupport", dependencies: ["HandoffDaemon", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"],
+                path: "Tests/HandoffTestSupport"),
         .testTarget(name: "HandoffDaemonTests", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffCrypto", "HandoffTransport"]),
+        .testTarget(name: "InProcessHandoffTests", dependencies: ["HandoffTestSupport", "HandoffDaemon", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
     ]
 )

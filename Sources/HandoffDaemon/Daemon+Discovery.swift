@@ -32,6 +32,10 @@ extension Daemon {
             discovery.mdns = mdns
         }
         try startBluetooth(observer: observer)
+        for path in configuration.extraDiscoveryPaths {
+            try path.start(observer: observer)
+            discovery.paths.append(path)
+        }
         enterPeriod(nowMillis: wallClockMillis())
         if let epoch = keys.epoch { offerOwnTokens(epoch: epoch) }
         for path in discovery.paths { log.info("\(path.name): \(path.state)") }

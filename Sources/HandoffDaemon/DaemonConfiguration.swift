@@ -18,6 +18,9 @@ public struct DaemonConfiguration: Sendable {
     public var multicast = MulticastDiscovery.Configuration()
     /// Which discovery paths run. mDNS brings unicast announcements with it.
     public var discovery: Set<DiscoveryPathName> = [.multicast, .mdns]
+    /// Paths made by the caller, started with the others: several daemons in one process
+    /// (the tests' loopback discovery) find each other through them.
+    public var extraDiscoveryPaths: [any DiscoveryPath] = []
     /// Raw HCI controller (`hciN` or `unix:PATH`). With neither this nor
     /// `bluez`, Bluetooth is off, and with it proximity: summaries then go to every paired device.
     public var hci: String?
