@@ -97,6 +97,6 @@ let package = Package(
         .target(name: "HandoffTestSupport", dependencies: ["HandoffDaemon", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"],
                 path: "Tests/HandoffTestSupport"),
         .testTarget(name: "HandoffDaemonTests", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffCrypto", "HandoffTransport"]),
-        .testTarget(name: "InProcessHandoffTests", dependencies: ["HandoffTestSupport", "HandoffDaemon", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
+        .testTarget(name: "InProcessHandoffTests", dependencies: ["HandoffTestSupport", "HandoffDaemon", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffCrypto", "HandoffTransport"]),
     ]
 )

@@ -169,9 +169,11 @@ public struct AnnounceSchedule: Sendable {
         return deliveries
     }
 
-    /// A goodbye goes at once, to every device that may list us, by its route.
+    /// A goodbye goes at once to every paired device: one we list by its route, any other by
+    /// multicast. A device may list us before we heard it (just paired, or its announcements
+    /// lost): it would keep us for a whole TTL. One that does not list us drops the goodbye.
     public static func goodbye(devices: [Device]) -> [Delivery] {
-        devices.filter(\.present).map { Delivery(key: $0.key, route: $0.route, answerMe: false) }
+        devices.map { Delivery(key: $0.key, route: $0.present ? $0.route : .multicast, answerMe: false) }
     }
 
     /// When `take` has something to send next (a monotonic time, possibly already past).

@@ -150,8 +150,10 @@ import Testing
         s.changed()
         s.answer(a)
         #expect(s.take(nowMillis: 0, devices: [far]) == [])
+        // b is not listed here but may list us (just paired): it hears the goodbye by multicast.
         #expect(AnnounceSchedule.goodbye(devices: [far, .init(key: b, present: false)])
-            == [.init(key: a, route: .unicast(host: "169.254.10.2", port: 47181), answerMe: false)])
+            == [.init(key: a, route: .unicast(host: "169.254.10.2", port: 47181), answerMe: false),
+                .init(key: b, route: .multicast, answerMe: false)])
     }
 
     @Test func eachDeviceGetsOneCopyPerRound() {

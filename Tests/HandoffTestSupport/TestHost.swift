@@ -40,10 +40,19 @@ public struct TestHost: Sendable {
         try HandoffClient(socketPath: socketPath, publisher: publisher)
     }
 
+    /// A local API call on a thread of its own. A HandoffClient blocks, and a blocked thread of
+    /// the cooperative pool can starve the daemons' actors, which run there too in tests: every
+    /// call a test makes goes through here (or `blocking`), never straight from async code.
+    public func call<T: Sendable>(publisher: String? = "tests", _ work: @escaping @Sendable (HandoffClient) throws -> T) async throws -> T {
+        let path = socketPath
+        return try await blocking { try work(try HandoffClient(socketPath: path, publisher: publisher)) }
+    }
+
     /// Stops the daemon as SIGTERM does: goodbye first, then subscribers get their last events.
     public func stop() async {
         let handle = await daemon.shutdown()
-        handle.finish(withinMillis: 1_000)
+        // It waits (up to the bound) for subscribers to take their last events: not on the cooperative pool.
+        _ = try? await blocking { handle.finish(withinMillis: 1_000) }
     }
 
     public func remove() {
@@ -53,8 +62,8 @@ public struct TestHost: Sendable {
     /// Pairs two hosts through their local APIs, as two people at two terminals do:
     /// `a` listens, `b` asks by address, both confirm the same code.
     public static func pair(_ a: TestHost, _ b: TestHost) async throws {
-        let port = try a.client().status().transferPort
-        let (listener, asker) = (try a.client(), try b.client())
+        let port = try await a.call { try $0.status().transferPort }
+        let (listener, asker) = try await blocking { (try a.client(), try b.client()) }
         async let shownOnA = blocking { try listener.pairListen(timeoutSeconds: 30) }
         // As a person would: ask once the other host has pairing open (its clear beacon is heard).
         _ = try await eventually("\(a.name) to have pairing open") { try asker.pairable().first { $0.name == a.name } }
@@ -104,5 +113,57 @@ public enum TemporaryDirectory {
 
     public static func remove(_ path: String) {
         try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+/// The hosts of one test, on one hub: `withTestLab` stops every host still running and
+/// removes every directory when the test ends, passed or not, before the test returns
+/// (a cleanup left to a detached task could race the test process's exit).
+public final class TestLab: Sendable {
+    public let hub = LoopbackHub()
+    private let hosts = Locked<[(host: TestHost, running: Bool)]>([])
+
+    public func start(_ name: String, directory: String? = nil) async throws -> TestHost {
+        let host = try await TestHost.start(name, hub: hub, directory: directory)
+        hosts.withLock { $0.append((host, true)) }
+        return host
+    }
+
+    /// Stops `host` now (its goodbye goes out); its directory stays for a restart.
+    public func stop(_ host: TestHost) async {
+        let running = hosts.withLock { hosts in
+            guard let index = hosts.firstIndex(where: { $0.host.daemon === host.daemon && $0.running }) else { return false }
+            hosts[index].running = false
+            return true
+        }
+        if running { await host.stop() }
+    }
+
+    /// laptop-a and laptop-b, paired, b listing a.
+    public func pairedHosts() async throws -> (a: TestHost, b: TestHost) {
+        let a = try await start("laptop-a")
+        let b = try await start("laptop-b")
+        try await TestHost.pair(a, b)
+        _ = try await eventually("b to list a") { try b.client().list().first { $0.name == "laptop-a" } }
+        return (a, b)
+    }
+
+    fileprivate func finish() async {
+        for (host, running) in hosts.withLock({ $0 }) {
+            if running { await host.stop() }
+        }
+        for directory in Set(hosts.withLock { $0.map(\.host.directory) }) { TemporaryDirectory.remove(directory) }
+    }
+}
+
+public func withTestLab<T: Sendable>(_ body: (TestLab) async throws -> T) async throws -> T {
+    let lab = TestLab()
+    do {
+        let result = try await body(lab)
+        await lab.finish()
+        return result
+    } catch {
+        await lab.finish()
+        throw error
     }
 }

@@ -29,24 +29,6 @@ import Testing
                  webpageURL: "https://example.org/atomics", expiresAtMillis: nil, sequence: 0)
     }
 
-    /// a and b, paired, each listing the other.
-    static func pairedHosts() async throws -> (a: TestHost, b: TestHost) {
-        let hub = LoopbackHub()
-        let a = try await TestHost.start("laptop-a", hub: hub)
-        let b = try await TestHost.start("laptop-b", hub: hub)
-        try await TestHost.pair(a, b)
-        let client = try b.client()
-        _ = try await eventually("b to list a") { try client.list().first { $0.name == "laptop-a" } }
-        return (a, b)
-    }
-
-    static func finish(_ hosts: TestHost...) async {
-        for host in hosts {
-            await host.stop()
-            host.remove()
-        }
-    }
-
     /// What b lists of a's offer once it has `sequence` (or, with nil, any offer; absent: nil).
     static func offer(on b: TestHost, sequence: Int64? = nil) throws -> OfferInfo? {
         guard let offer = try b.client().list().first(where: { $0.name == "laptop-a" })?.offer else { return nil }
@@ -54,85 +36,92 @@ import Testing
     }
 
     @Test func publishListAcceptDeliversTheIdenticalPayload() async throws {
-        let (a, b) = try await Self.pairedHosts()
-        defer { Task { await Self.finish(a, b) } }
-        let receipt = try a.client().publish(Self.activity())
-        let offer = try await eventually("the offer on b") { try Self.offer(on: b, sequence: receipt.sequence) }
-        #expect(offer.type == Self.type && offer.title == "Rust atomics, chapter 3" && offer.payloadSize == receipt.payloadBytes)
+        try await withTestLab { lab in
+            let (a, b) = try await lab.pairedHosts()
+            let receipt = try await a.call { try $0.publish(Self.activity()) }
+            let offer = try await eventually("the offer on b") { try Self.offer(on: b, sequence: receipt.sequence) }
+            #expect(offer.type == Self.type && offer.title == "Rust atomics, chapter 3" && offer.payloadSize == receipt.payloadBytes)
 
-        let accepted = try await blocking { try b.client().accept(peer: "laptop-a") }
-        #expect(accepted.activity == {
-            var sent = Self.activity()
-            sent.sequence = UInt64(receipt.sequence)
-            return sent
-        }())
-        #expect(accepted.result.deliverTo == "browser")
-        #expect(try a.client().status().transfers.served >= 1)
+            let accepted = try await blocking { try b.client().accept(peer: "laptop-a") }
+            #expect(accepted.activity == {
+                var sent = Self.activity()
+                sent.sequence = UInt64(receipt.sequence)
+                return sent
+            }())
+            #expect(accepted.result.deliverTo == "browser")
+            #expect(try await a.call { try $0.status().transfers.served } >= 1)
+        }
     }
 
     @Test func resignWithdrawsAndInvalidateEnds() async throws {
-        let (a, b) = try await Self.pairedHosts()
-        defer { Task { await Self.finish(a, b) } }
-        let publisher = try a.client()
-        _ = try publisher.publish(Self.activity())
-        _ = try await eventually("the offer on b") { try Self.offer(on: b) }
-        #expect(try publisher.resign())
-        _ = try await eventually("b to drop the offer", within: 3) { try Self.offer(on: b) == nil ? true : nil }
-        // Still listed: resigning withdraws the offer, not the host.
-        #expect(try b.client().list().contains { $0.name == "laptop-a" })
-        #expect(throws: HandoffError.self) { try b.client().acceptWithoutPayload(peer: "laptop-a") }
-        _ = try publisher.publish(Self.activity())
-        _ = try await eventually("the offer on b again") { try Self.offer(on: b) }
-        #expect(try publisher.invalidate())
-        _ = try await eventually("b to drop the offer", within: 3) { try Self.offer(on: b) == nil ? true : nil }
+        try await withTestLab { lab in
+            let (a, b) = try await lab.pairedHosts()
+            _ = try await a.call { try $0.publish(Self.activity()) }
+            _ = try await eventually("the offer on b") { try Self.offer(on: b) }
+            #expect(try await a.call { try $0.resign() })
+            _ = try await eventually("b to drop the offer", within: 3) { try Self.offer(on: b) == nil ? true : nil }
+            // Still listed: resigning withdraws the offer, not the host.
+            #expect(try await b.call { try $0.list().contains { $0.name == "laptop-a" } })
+            let refused = try await b.call { client in (try? client.acceptWithoutPayload(peer: "laptop-a")) == nil }
+            #expect(refused)
+            _ = try await a.call { try $0.publish(Self.activity()) }
+            _ = try await eventually("the offer on b again") { try Self.offer(on: b) }
+            #expect(try await a.call { try $0.invalidate() })
+            _ = try await eventually("b to drop the offer", within: 3) { try Self.offer(on: b) == nil ? true : nil }
+        }
     }
 
     @Test func aDeclineHidesTheOfferUntilANewerOne() async throws {
-        let (a, b) = try await Self.pairedHosts()
-        defer { Task { await Self.finish(a, b) } }
-        let first = try a.client().publish(Self.activity())
-        _ = try await eventually("the offer on b") { try Self.offer(on: b, sequence: first.sequence) }
-        _ = try b.client().decline(peer: "laptop-a")
-        #expect(try Self.offer(on: b) == nil)
-        let second = try a.client().publish(Self.activity(title: "Rust atomics, chapter 5"))
-        _ = try await eventually("the newer offer") { try Self.offer(on: b, sequence: second.sequence) }
+        try await withTestLab { lab in
+            let (a, b) = try await lab.pairedHosts()
+            let first = try await a.call { try $0.publish(Self.activity()) }
+            _ = try await eventually("the offer on b") { try Self.offer(on: b, sequence: first.sequence) }
+            _ = try await b.call { try $0.decline(peer: "laptop-a") }
+            let hidden = try await blocking { try Self.offer(on: b) }
+            #expect(hidden == nil)
+            let second = try await a.call { try $0.publish(Self.activity(title: "Rust atomics, chapter 5")) }
+            _ = try await eventually("the newer offer") { try Self.offer(on: b, sequence: second.sequence) }
+        }
     }
 
     @Test func stoppingSaysGoodbyeAtOnceAndARestartKeepsTheIdentity() async throws {
-        let (a, b) = try await Self.pairedHosts()
-        let idBefore = try a.client().identity().deviceID
-        await a.stop()
-        // At once: a TTL (100 s here) would take far longer than this bound.
-        _ = try await eventually("b to drop a at once", within: 2) { try b.client().list().contains { $0.name == "laptop-a" } ? nil : true }
-        let again = try await TestHost.start("laptop-a", hub: a.hub, directory: a.directory)
-        defer { Task { await Self.finish(again, b) } }
-        #expect(try again.client().identity().deviceID == idBefore)
-        _ = try await eventually("b to see a again") { try b.client().list().first { $0.name == "laptop-a" } }
+        try await withTestLab { lab in
+            let (a, b) = try await lab.pairedHosts()
+            let idBefore = try await a.call { try $0.identity().deviceID }
+            await lab.stop(a)
+            // At once: a TTL (100 s here) would take far longer than this bound.
+            // At once, even if a has not heard b yet (just paired): every paired device gets the goodbye.
+            _ = try await eventually("b to drop a at once", within: 2) { try b.client().list().contains { $0.name == "laptop-a" } ? nil : true }
+            let again = try await lab.start("laptop-a", directory: a.directory)
+            #expect(try await again.call { try $0.identity().deviceID } == idBefore)
+            _ = try await eventually("b to see a again") { try b.client().list().first { $0.name == "laptop-a" } }
+        }
     }
 
     @Test func aDatagramCapturedBeforeARestartDoesNotBringBackAWithdrawnOffer() async throws {
-        let (a, b) = try await Self.pairedHosts()
-        let receipt = try a.client().publish(Self.activity(title: "soon withdrawn"))
-        _ = try await eventually("b to list it") { try Self.offer(on: b, sequence: receipt.sequence) }
-        // Every datagram from here on; a's, sent while the offer stands, carry it (sealed for b). Both
-        // keep alive every second: four datagrams hold at least one of a's.
-        let captured = Captured()
-        a.hub.tap { captured.add($0) }
-        _ = try await eventually("datagrams carrying the offer", within: 5) { captured.count >= 4 ? true : nil }
-        let carrying = captured.all
-        #expect(try a.client().invalidate())
-        _ = try await eventually("b to see the offer withdrawn") { try Self.offer(on: b) == nil ? true : nil }
-        // a goes quiet, so only what b kept on disk can tell the capture is old.
-        await a.stop()
-        await b.stop()
-        let restarted = try await TestHost.start("laptop-b", hub: b.hub, directory: b.directory)
-        defer { Task { await Self.finish(restarted); a.remove() } }
-        let before = try restarted.client().status().drops["replayed"]?.integerValue ?? 0
-        for datagram in carrying { restarted.hub.inject(datagram) }
-        _ = try await eventually("b to count the replay") {
-            (try restarted.client().status().drops["replayed"]?.integerValue ?? 0) > before ? true : nil
+        try await withTestLab { lab in
+            let (a, b) = try await lab.pairedHosts()
+            let receipt = try await a.call { try $0.publish(Self.activity(title: "soon withdrawn")) }
+            _ = try await eventually("b to list it") { try Self.offer(on: b, sequence: receipt.sequence) }
+            // Every datagram from here on; a's, sent while the offer stands, carry it (sealed for b). Both
+            // keep alive every second: four datagrams hold at least one of a's.
+            let captured = Captured()
+            lab.hub.tap { captured.add($0) }
+            _ = try await eventually("datagrams carrying the offer", within: 5) { captured.count >= 4 ? true : nil }
+            let carrying = captured.all
+            #expect(try await a.call { try $0.invalidate() })
+            _ = try await eventually("b to see the offer withdrawn") { try Self.offer(on: b) == nil ? true : nil }
+            // a goes quiet, so only what b kept on disk can tell the capture is old.
+            await lab.stop(a)
+            await lab.stop(b)
+            let restarted = try await lab.start("laptop-b", directory: b.directory)
+            let before = try await restarted.call { try $0.status().drops["replayed"]?.integerValue ?? 0 }
+            for datagram in carrying { lab.hub.inject(datagram) }
+            _ = try await eventually("b to count the replay") {
+                (try restarted.client().status().drops["replayed"]?.integerValue ?? 0) > before ? true : nil
+            }
+            #expect(try await restarted.call { try $0.list().contains { $0.name == "laptop-a" } } == false)
         }
-        #expect(try restarted.client().list().contains { $0.name == "laptop-a" } == false)
     }
 }
 
