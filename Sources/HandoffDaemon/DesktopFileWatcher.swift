@@ -43,6 +43,12 @@ final class DesktopFileWatcher: Sendable {
         return watches
     }
 
+    /// Whether a directory an ancestor watch waits for exists already: created between planning
+    /// and adding the watch, it sent that watch no event, so the watches must be placed again.
+    static func missedCreation(_ watches: some Collection<Watch>, isDirectory: (String) -> Bool) -> Bool {
+        watches.contains { watch in watch.waitingFor.map { isDirectory(watch.path + "/" + $0) } ?? false }
+    }
+
     /// Whether an event on `watch` means the declarations may have changed (and, for an ancestor, the watches must be set up again).
     static func matters(_ watch: Watch, mask: UInt32, name: String) -> Bool {
         if mask & UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 { return true }
@@ -113,14 +119,22 @@ final class DesktopFileWatcher: Sendable {
 
     /// (Re)places the watches for `directories`; returns them by watch descriptor.
     private static func setUp(_ inotify: Int32, directories: [String], replacing old: [Int32: Watch]) -> [Int32: Watch] {
-        for descriptor in old.keys { inotify_rm_watch(inotify, descriptor) }
-        var watches: [Int32: Watch] = [:]
-        for watch in plan(for: directories, isDirectory: { path in
+        let isDirectory = { (path: String) -> Bool in
             var info = stat()
             return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
-        }) {
-            let descriptor = inotify_add_watch(inotify, watch.path, watch.waitingFor == nil ? directoryEvents : ancestorEvents)
-            if descriptor >= 0 { watches[descriptor] = watch }
+        }
+        var watches = old
+        // A few rounds at most: a tree created one level at a time while we place the watches.
+        for _ in 0..<8 {
+            for descriptor in watches.keys { inotify_rm_watch(inotify, descriptor) }
+            watches = [:]
+            for watch in plan(for: directories, isDirectory: isDirectory) {
+                let descriptor = inotify_add_watch(inotify, watch.path, watch.waitingFor == nil ? directoryEvents : ancestorEvents)
+                if descriptor >= 0 { watches[descriptor] = watch }
+            }
+            // CI saw it: `mkdir -p later/applications` right after `later` was noticed, and the
+            // removal of a file in `applications` was never seen (no watch was ever placed there).
+            guard missedCreation(watches.values, isDirectory: isDirectory) else { break }
         }
         return watches
     }

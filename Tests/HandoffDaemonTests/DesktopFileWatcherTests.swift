@@ -76,3 +76,14 @@ import Testing
         return condition()
     }
 }
+
+@Suite struct DesktopFileWatcherRaceTests {
+    @Test func aDirectoryCreatedWhileTheWatchesArePlacedIsNoticed() {
+        // Planned while `later` had no `applications`; it exists by the time the watch is on `later`.
+        let watches = [DesktopFileWatcher.Watch(path: "/lab/later", waitingFor: "applications")]
+        #expect(DesktopFileWatcher.missedCreation(watches, isDirectory: { $0 == "/lab/later/applications" }))
+        #expect(!DesktopFileWatcher.missedCreation(watches, isDirectory: { _ in false }))
+        #expect(!DesktopFileWatcher.missedCreation([DesktopFileWatcher.Watch(path: "/lab/later/applications", waitingFor: nil)],
+                                                  isDirectory: { _ in true }))
+    }
+}
