@@ -5,15 +5,6 @@ import HandoffCore
 @testable import HandoffTransport
 import Testing
 
-private func connectedPair() throws -> (StreamConnection, StreamConnection) {
-    var fds: [Int32] = [-1, -1]
-    let status = fds.withUnsafeMutableBufferPointer {
-        socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
-    }
-    try #require(status == 0)
-    return (StreamConnection(fd: fds[0], remote: "daemon"), StreamConnection(fd: fds[1], remote: "app"))
-}
-
 private func line(_ connection: StreamConnection) throws -> JSONValue? {
     try connection.readLine(maxBytes: 4096).flatMap { try? JSONValue.parse(String(decoding: $0, as: UTF8.self)) }
 }
@@ -25,9 +16,9 @@ private func continued(deliverTo: String) throws -> ContinuedEvent {
 
 @Suite struct LocalClientsTests {
     @Test func thePayloadGoesOnlyToTheAppItIsForAndOnlyWhenItAsked() throws {
-        let (readerSide, reader) = try connectedPair()
-        let (watcherSide, watcher) = try connectedPair()
-        let (otherSide, other) = try connectedPair()
+        let (readerSide, reader) = try connectedPair("daemon", "app")
+        let (watcherSide, watcher) = try connectedPair("daemon", "app")
+        let (otherSide, other) = try connectedPair("daemon", "app")
         defer { for end in [readerSide, reader, watcherSide, watcher, otherSide, other] { end.close() } }
         var clients = LocalClients()
         // Declared first, subscribed second: the payloads wish still applies.
@@ -46,7 +37,7 @@ private func continued(deliverTo: String) throws -> ContinuedEvent {
     }
 
     @Test func aClosedConnectionEndsItsSubscriptionAndItsDeclaration() throws {
-        let (daemonSide, app) = try connectedPair()
+        let (daemonSide, app) = try connectedPair("daemon", "app")
         defer { daemonSide.close(); app.close() }
         var clients = LocalClients()
         clients.declare(daemonSide, .init(app: "Reader", types: ["org.example.read"], desktopID: nil, payloads: false))

@@ -3,18 +3,9 @@ import Glibc
 @testable import HandoffTransport
 import Testing
 
-private func connectedPair() throws -> (StreamConnection, StreamConnection) {
-    var fds: [Int32] = [-1, -1]
-    let status = fds.withUnsafeMutableBufferPointer {
-        socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
-    }
-    try #require(status == 0)
-    return (StreamConnection(fd: fds[0], remote: "daemon"), StreamConnection(fd: fds[1], remote: "app"))
-}
-
 @Suite struct SubscribersTests {
     @Test func subscribingTwiceKeepsOneSinkSoEveryEventArrivesOnce() throws {
-        let (daemonSide, app) = try connectedPair()
+        let (daemonSide, app) = try connectedPair("daemon", "app")
         defer { daemonSide.close(); app.close() }
         var subscribers = Subscribers()
         let first = subscribers.add(daemonSide, wantsPayloads: false)
@@ -28,7 +19,7 @@ private func connectedPair() throws -> (StreamConnection, StreamConnection) {
     }
 
     @Test func aSinkWhoseConnectionClosedLeavesAtTheNextEvent() throws {
-        let (daemonSide, app) = try connectedPair()
+        let (daemonSide, app) = try connectedPair("daemon", "app")
         defer { app.close() }
         var subscribers = Subscribers()
         _ = subscribers.add(daemonSide, wantsPayloads: false)
@@ -38,8 +29,8 @@ private func connectedPair() throws -> (StreamConnection, StreamConnection) {
     }
 
     @Test func theSkippedConnectionGetsNothing() throws {
-        let (a, appA) = try connectedPair()
-        let (b, appB) = try connectedPair()
+        let (a, appA) = try connectedPair("daemon", "app")
+        let (b, appB) = try connectedPair("daemon", "app")
         defer { for end in [a, appA, b, appB] { end.close() } }
         var subscribers = Subscribers()
         _ = subscribers.add(a, wantsPayloads: false)
