@@ -40,6 +40,19 @@ public struct ConditionEvidence: Sendable, Equatable {
         case failed(String)
     }
 
+    /// What this host's routing and neighbour tables say of the peer's addresses, asked while
+    /// its transfer port did not answer (NeighbourProbe). nil: not known (no on-link address,
+    /// or the kernel had no verdict in time).
+    public enum Layer3: Sendable, Equatable {
+        /// This host has no route to its address.
+        case noRoute(host: String)
+        /// Its address answered on the link (ARP or neighbour discovery) during the probe: it is on this network.
+        case answers(host: String)
+        /// Asked on the link during the probe; no answer. `gateway`: this host's default gateway,
+        /// and how long ago its own link layer last answered this host.
+        case silent(host: String, gateway: String?, gatewayAnsweredSecondsAgo: UInt32?)
+    }
+
     public enum Offer: Sendable, Equatable {
         case none
         case offered(type: String, hasWebpage: Bool)
@@ -84,6 +97,7 @@ public struct ConditionEvidence: Sendable, Equatable {
         public var transferPort: UInt16 = 47181
         public var portProbe: PortProbe?
         public var handshake: HandshakeProbe?
+        public var layer3: Layer3?
         public var offer: Offer = .none
         /// Apps here that declare the offered type.
         public var apps: [String] = []
@@ -144,6 +158,8 @@ public enum ConditionCause: String, CaseIterable, Sendable {
     case noNetworkHere = "no-network-here"
     case linkDownHere = "link-down-here"
     case noLink = "no-link"
+    case peerUnreachable = "peer-unreachable"
+    case clientsIsolated = "clients-isolated"
     case announcementsBlocked = "announcements-blocked"
     case multicastFiltered = "multicast-filtered"
     case transferPortDropped = "transfer-port-dropped"
@@ -161,7 +177,7 @@ public enum ConditionCause: String, CaseIterable, Sendable {
         case .notPaired, .unpairedHere, .peerUntrustedUs: .trust
         case .disabledHere, .peerDisabled, .peerStopped, .peerNotRunning, .peerNotAnswering, .peerAsleep: .enabled
         case .bluetoothDownHere, .peerBluetoothDown, .peerWithoutBluetooth: .bluetooth
-        case .noNetworkHere, .linkDownHere, .noLink, .announcementsBlocked, .multicastFiltered, .transferPortDropped, .transferPortRefused: .network
+        case .noNetworkHere, .linkDownHere, .noLink, .peerUnreachable, .clientsIsolated, .announcementsBlocked, .multicastFiltered, .transferPortDropped, .transferPortRefused: .network
         case .outOfRange: .proximity
         case .noApp, .terminalFallback: .app
         case .nothingOffered: .notFound
@@ -332,14 +348,39 @@ public enum ConditionDecision {
             return verdict(.announcementsBlocked, "\(name) runs and answers on its transfer port, but none of its announcements reach this host (\(lastWords)).",
                            "A firewall here (or on \(name)) drops Handoff's announcements: open 47180/udp and \(p.transferPort)/udp ('sudo ufw allow Handoff').")
         }
-        /// Nothing from it, and its transfer port cannot be reached either.
+        /// Nothing from it, and its transfer port cannot be reached either: what the link says decides.
         func unreachable(_ detail: String) -> ConditionVerdict {
+            // No route from here: the two are on different networks, whatever else it did.
+            if case let .noRoute(host)? = p.layer3 {
+                return verdict(.peerUnreachable, "No route from this host to \(name)'s address \(host): \(lastWords). The two laptops are not on the same network.",
+                               "Connect both laptops to the same network (cable, Wi-Fi); check 'ip route' here.")
+            }
             if let asleep = asleep(p, e) { return asleep }
             if usesBluetooth && !beaconFresh && last == nil && !p.mdnsSeen {
                 return verdict(.outOfRange, "\(name) is not near: \(beaconText(p, e)), and nothing else from it reaches this host.",
                                "Bring the two laptops closer together and check that handoffd runs on \(name).")
             }
             let heard = beaconFresh ? " (its Bluetooth beacon is heard, so it is near and running)" : ""
+            switch p.layer3 {
+            case let .answers(host)?:
+                // On the link (it answers ARP or neighbour discovery), yet nothing of Handoff passes:
+                // a firewall there drops it.
+                return verdict(.transferPortDropped, "\(name) is on this network (its address \(host) answers on the link), but none of its announcements arrive and its transfer port \(port) does not answer: a firewall on \(name) drops Handoff.",
+                               firewallFix(name, p.transferPort))
+            case let .silent(host, gateway, gatewayAgo)?:
+                let asked = "its address \(host) did not answer on the link when this host asked (no ARP or neighbour reply; 'ip neigh' shows it FAILED)"
+                // Near and awake (beacon), this host reaches its gateway, yet the peer gives no
+                // link-layer answer: an access point that isolates its clients (public and office
+                // Wi-Fi) does exactly that.
+                if beaconFresh, let gateway, let ago = gatewayAgo, ago <= 120 {
+                    return verdict(.clientsIsolated, "\(name) is near and running (its Bluetooth beacon is heard) and this host reaches its gateway \(gateway) (it answered \(ago) s ago), but \(asked): the network isolates its clients from each other.",
+                                   "The access point isolates clients (usual on public and office Wi-Fi): use a network without client isolation (home Wi-Fi, a phone hotspot) or ask for it to be turned off. If \(name) is on another Wi-Fi network, join the same one.")
+                }
+                return verdict(.peerUnreachable, "\(name) is not on this network: \(asked); \(lastWords)\(heard).",
+                               "Connect \(name) to the same network as this host (plug in its cable, turn on its Wi-Fi, join the same Wi-Fi) and check that it is switched on.")
+            case .noRoute?, nil:
+                break
+            }
             // Near and awake, yet nothing passes either way: on public and office Wi-Fi the usual
             // cause is an access point that isolates its clients from each other.
             let isolation = beaconFresh
@@ -380,6 +421,8 @@ public enum ConditionDecision {
         case .dropped?, .unreachable?: break
         default: return nil
         }
+        // Its address still answers on the link: awake, and something else is wrong.
+        if case .answers? = p.layer3 { return nil }
         let when = clock(max(beacon.lastHeardMillis, last), e)
         return verdict(.peerAsleep, "\(p.name) seems to be asleep or switched off: its Bluetooth beacon, its announcements and its network address all went quiet at about \(when).",
                        "Wake \(p.name) (open its lid, press a key); Handoff resumes by itself when it is back.")

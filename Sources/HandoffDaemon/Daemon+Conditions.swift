@@ -109,19 +109,40 @@ extension Daemon {
         let (hosts, port) = probeTarget(key, nowMillis: e.nowMillis)
         let identity = identity
         let secrets = pairSecrets(for: key)
-        let (portProbe, handshake) = await onThread(name: "condition probe") {
+        let probed = await onThread(name: "condition probe") {
             Daemon.probe(hosts: hosts, port: port, expecting: key, identity: identity, secrets: secrets)
         }
-        e.peer?.portProbe = portProbe
-        e.peer?.handshake = handshake
+        e.peer?.portProbe = probed.port
+        e.peer?.handshake = probed.handshake
+        e.peer?.layer3 = probed.layer3
     }
 
+    struct Probed: Sendable {
+        var port: ConditionEvidence.PortProbe
+        var handshake: ConditionEvidence.HandshakeProbe?
+        var layer3: ConditionEvidence.Layer3?
+    }
+
+    /// How long the kernel's verdict on a silent address is awaited, counted from the first
+    /// connection attempt: a stale ARP entry is re-checked after 5 s (DELAY), then 3 probes 1 s apart.
+    static let linkVerdictMillis = 9_500
+
     nonisolated static func probe(hosts: [String], port: UInt16, expecting key: DeviceKey, identity: Identity,
-                                  secrets: PairSecrets?) -> (ConditionEvidence.PortProbe, ConditionEvidence.HandshakeProbe?) {
+                                  secrets: PairSecrets?) -> Probed {
+        let started = monotonicMillis()
         let portProbe = probeTransferPort(hosts: hosts, port: port)
-        // Without the pair's secrets (not paired here) there is no handshake to try.
-        guard portProbe == .open, let secrets else { return (portProbe, nil) }
-        return (portProbe, handshakeProbe(hosts: hosts, port: port, expecting: key, identity: identity, secrets: secrets))
+        switch portProbe {
+        case .dropped, .unreachable:
+            // No connection at all: ask the kernel what the link says of its addresses.
+            return Probed(port: portProbe, layer3: NeighbourProbe.examine(hosts: hosts, port: port, startedMillis: started,
+                                                                           waitMillis: linkVerdictMillis))
+        case .refused:
+            return Probed(port: portProbe)
+        case .open:
+            // Without the pair's secrets (not paired here) there is no handshake to try.
+            guard let secrets else { return Probed(port: portProbe) }
+            return Probed(port: portProbe, handshake: handshakeProbe(hosts: hosts, port: port, expecting: key, identity: identity, secrets: secrets))
+        }
     }
 
     /// One TCP connection attempt per address: open, refused (RST), or no answer (dropped).

@@ -94,10 +94,29 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
         $0.linksUp = []
         $0.peer?.portProbe = .unreachable("169.254.10.1: Network is unreachable")
     }, .linkDownHere),
-    ("cable cut, beacon heard", with(silent()) {
+    ("cable cut, beacon heard, the link's verdict not known", with(silent()) {
         $0.peer?.beacon = .init(lastHeardMillis: now - 200, smoothedRSSI: -50)
         $0.peer?.portProbe = .dropped(host: "169.254.10.1")
     }, .noLink),
+    ("peer's cable cut: its address gives no answer on the link, no gateway here", with(silent()) {
+        $0.peer?.beacon = .init(lastHeardMillis: now - 200, smoothedRSSI: -50)
+        $0.peer?.portProbe = .dropped(host: "169.254.10.1")
+        $0.peer?.layer3 = .silent(host: "169.254.10.1", gateway: nil, gatewayAnsweredSecondsAgo: nil)
+    }, .peerUnreachable),
+    ("no route to the peer's address", with(silent()) {
+        $0.peer?.portProbe = .unreachable("169.254.10.1: Network is unreachable")
+        $0.peer?.layer3 = .noRoute(host: "169.254.10.1")
+    }, .peerUnreachable),
+    ("client isolation: near and awake, the gateway answers, the peer does not", with(silent()) {
+        $0.peer?.beacon = .init(lastHeardMillis: now - 200, smoothedRSSI: -50)
+        $0.peer?.portProbe = .dropped(host: "169.254.10.1")
+        $0.peer?.layer3 = .silent(host: "169.254.10.1", gateway: "169.254.0.1", gatewayAnsweredSecondsAgo: 3)
+    }, .clientsIsolated),
+    ("a firewall on the peer drops everything: its address answers on the link", with(silent()) {
+        $0.peer?.beacon = .init(lastHeardMillis: now - 200, smoothedRSSI: -50)
+        $0.peer?.portProbe = .dropped(host: "169.254.10.1")
+        $0.peer?.layer3 = .answers(host: "169.254.10.1")
+    }, .transferPortDropped),
     ("incoming announcements dropped", with(silent()) {
         $0.peer?.beacon = .init(lastHeardMillis: now - 200, smoothedRSSI: -50)
         $0.peer?.portProbe = .open
@@ -212,6 +231,33 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
         #expect(message(.resigned) == "laptop-a resigned its offer of org.example.x at 14:42: it is not current there now.")
         #expect(message(.invalidated) == "laptop-a invalidated its offer of org.example.x at 14:42: that activity has ended.")
         #expect(message(.unknown) == "laptop-a stopped offering org.example.x at 14:42 (it was resigned or invalidated there).")
+    }
+
+    /// Client isolation needs all three: near and awake, this host's gateway answering lately,
+    /// the peer's address silent on the link. Short of one, it is the peer off this network.
+    @Test func isolationIsNamedOnlyOnAllItsEvidence() {
+        let isolated = with(silent()) {
+            $0.peer?.beacon = .init(lastHeardMillis: now - 200, smoothedRSSI: -50)
+            $0.peer?.portProbe = .dropped(host: "169.254.10.1")
+            $0.peer?.layer3 = .silent(host: "169.254.10.1", gateway: "169.254.0.1", gatewayAnsweredSecondsAgo: 3)
+        }
+        #expect(ConditionDecision.decide(isolated)?.cause == .clientsIsolated)
+        #expect(ConditionDecision.decide(isolated)?.message.contains("gateway 169.254.0.1 (it answered 3 s ago)") == true)
+        #expect(ConditionDecision.decide(with(isolated) {
+            $0.peer?.layer3 = .silent(host: "169.254.10.1", gateway: "169.254.0.1", gatewayAnsweredSecondsAgo: 600)
+        })?.cause == .peerUnreachable)
+        #expect(ConditionDecision.decide(with(isolated) { $0.peer?.beacon = nil; $0.bluetooth = .notUsed })?.cause == .peerUnreachable)
+    }
+
+    /// A laptop whose address still answers on the link is awake, whatever its beacon did.
+    @Test func anAddressThatAnswersIsNotAsleep() {
+        let suspended = with(silent()) {
+            $0.peer?.announcementsByPath = [.multicast: now - 40_000]
+            $0.peer?.beacon = .init(lastHeardMillis: now - 39_000, smoothedRSSI: -50)
+            $0.peer?.portProbe = .dropped(host: "169.254.10.1")
+        }
+        #expect(ConditionDecision.decide(suspended)?.cause == .peerAsleep)
+        #expect(ConditionDecision.decide(with(suspended) { $0.peer?.layer3 = .answers(host: "169.254.10.1") })?.cause == .transferPortDropped)
     }
 
     @Test func anAnnouncementAfterAGoodbyeMeansItRunsAgain() {
