@@ -31,6 +31,8 @@ public enum RouteNetlink {
         public var table: UInt32
         public var gateway: [UInt8]?
         public var outputInterface: UInt32?
+        /// RTNH_F_LINKDOWN: the kernel keeps the route, but its interface has no carrier.
+        public var linkDown = false
     }
 
     public struct Neighbour: Sendable, Equatable {
@@ -88,7 +90,8 @@ public enum RouteNetlink {
     public static func route(_ message: Message) -> Route? {
         guard message.type == newRoute, message.payload.count >= 12 else { return nil }
         let p = message.payload
-        var route = Route(family: p[0], destinationLength: p[1], table: UInt32(p[4]), gateway: nil, outputInterface: nil)
+        var route = Route(family: p[0], destinationLength: p[1], table: UInt32(p[4]), gateway: nil, outputInterface: nil,
+                          linkDown: readNative32(p, 8) & 0x10 != 0)
         for (type, value) in attributes(p, from: 12) {
             switch type {
             case 4 where value.count == 4: route.outputInterface = readNative32(value, 0)   // RTA_OIF

@@ -36,6 +36,8 @@ struct AcceptJobs<Target, Waiter, AppWait> {
 
     private var jobs: [Int64: Job] = [:]
     private var nextID: Int64 = 0
+    /// The connections the fetches read from, by interface: a link that goes away moves them.
+    let links = FetchLinks()
 
     var count: Int { jobs.count }
 

@@ -174,7 +174,8 @@ extension Daemon {
                                     timeoutMillis: Int, connectMillis: Int? = nil) throws(HandoffError) -> SecureChannel {
         var failure = HandoffError(.network, "\(peerName) announced no address to connect to.",
                                    fix: "Wait for its next announcement and try again.")
-        for host in hosts {
+        // A link without a carrier keeps its routes (the kernel marks them linkdown): try the live ones first.
+        for host in RouteCheck.liveFirst(hosts) {
             let connection: StreamConnection
             do {
                 let address = try SocketAddress(host: host, port: port)
@@ -202,7 +203,7 @@ extension Daemon {
     /// offer's expiry; the digest covers the whole payload at the end.
     nonisolated static func fetch(offer: SignedSummary, route: @Sendable () -> PeerRoute, peerName: String,
                                   identity: Identity, secrets: PairSecrets, timeoutMillis: Int,
-                                  events: FetchEvents = FetchEvents()) -> (Result<FetchedPayload, HandoffError>, FetchTiming) {
+                                  events: FetchEvents = FetchEvents(), links: FetchLinks? = nil) -> (Result<FetchedPayload, HandoffError>, FetchTiming) {
         var timing = FetchTiming()
         let summary = offer.summary
         let reception = PayloadReception(summary: summary)
@@ -221,7 +222,11 @@ extension Daemon {
                 let channel = try connect(hosts: peer.hosts, port: peer.port, peerName: peerName, identity: identity,
                                           purpose: .fetch, secrets: secrets, timeoutMillis: timeoutMillis,
                                           connectMillis: resuming ? resumeConnectMillis : nil)
-                defer { channel.close() }
+                let link = links?.register(channel.connection)
+                defer {
+                    if let link { links?.unregister(link) }
+                    channel.close()
+                }
                 let connected = monotonicNanos()
                 if !resuming {
                     timing.handshakeMillis = Double(connected - started) / 1e6
@@ -374,6 +379,7 @@ extension Daemon {
         let (peerKey, name, secrets) = (peer.key, peer.name, pairSecrets(for: peer.key))
         let fallback = PeerRoute(hosts: peer.hosts, port: peer.transferPort, offeredSequence: offer.summary.sequence)
         let events = transferEvents(acceptID: acceptID, peer: peer, type: type)
+        let links = accepts.links
         let (fetched, timing) = await onThread(name: "fetch") { () -> (Result<FetchedPayload, HandoffError>, FetchTiming) in
             guard let secrets else {
                 return (.failure(HandoffError(.trust, "\(name) was paired by an older handoff version; this version needs the keys a new pairing exchanges.",
@@ -381,7 +387,7 @@ extension Daemon {
             }
             let (result, timing) = Daemon.fetch(offer: offer, route: { waitFor { await self.route(to: peerKey) } ?? fallback },
                                                 peerName: name, identity: identity, secrets: secrets, timeoutMillis: timeout,
-                                                events: events)
+                                                events: events, links: links)
             if case let .success(fetched) = result {
                 self.log.info("fetched \(fetched.buffer.count) payload bytes of type \(type) in \(Int(timing.transferMillis)) ms; \(timing.resumes) resumes, \(timing.refetchedBytes) bytes fetched again")
             }

@@ -198,6 +198,10 @@ public actor Daemon {
     /// every paired device hears from this host at once, from its new address. Issue 24 measured
     /// 23 s until the next tick noticed an interface going down.
     func networkChanged() {
+        // A transfer over a link that went away moves now (it resumes over one that works),
+        // not after the 3 s without bytes that tells a stall.
+        let moved = accepts.links.cut(keeping: Set(MulticastDiscovery.linksUp(named: nil)).union(["lo"]))
+        if moved > 0 { log.info("a link went away under \(moved) transfer(s): resuming them over another") }
         let changed = discovery.multicast?.refreshInterfaces() ?? true
         guard changed else { return }
         log.info("a network interface or address changed (netlink): announcing to every paired device")

@@ -143,6 +143,31 @@ public enum NeighbourProbe {
     }
 }
 
+/// Which interface the kernel would use toward a host, and whether it has a carrier now:
+/// a connection tries live links first, and a transfer over a link that went away moves.
+public enum RouteCheck {
+    public struct Way: Sendable, Equatable {
+        public var interface: String
+        public var linkDown: Bool
+    }
+
+    public static func way(toward host: String) -> Way? {
+        guard let socket = RouteSocket(), let (family, address, scope) = NeighbourProbe.parse(host),
+              case let .success(route) = socket.lookupRoute(family: family, address: address, interface: scope),
+              let index = route.outputInterface else { return nil }
+        var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+        guard if_indextoname(index, &name) != nil else { return nil }
+        return Way(interface: String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), linkDown: route.linkDown)
+    }
+
+    /// `hosts` with those the kernel has no live route to (no carrier, no route) moved last, in order otherwise.
+    public static func liveFirst(_ hosts: [String]) -> [String] {
+        guard hosts.count > 1 else { return hosts }
+        let live = hosts.map { way(toward: $0).map { !$0.linkDown } ?? false }
+        return zip(hosts, live).filter(\.1).map(\.0) + zip(hosts, live).filter { !$0.1 }.map(\.0)
+    }
+}
+
 /// A route netlink socket for requests, owned by one probe and closed when it ends.
 final class RouteSocket {
     private let fd: Int32

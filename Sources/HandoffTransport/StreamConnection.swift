@@ -15,7 +15,7 @@ public final class StreamConnection: Sendable {
     let fd: Int32
     /// Who is on the other end, for logs (numeric address or "local").
     public let remote: String
-    /// The numeric source address without port (nil for Unix sockets), for per-source budgets.
+    /// The numeric address of the other end without port (nil for Unix sockets): per-source budgets, the link a fetch uses.
     public let remoteHost: String?
     private let readState = Locked(ReadState())
     private let writeLock = Locked(())
@@ -77,7 +77,7 @@ public final class StreamConnection: Sendable {
     /// Connects to a TCP address with a timeout.
     public static func connect(to address: SocketAddress, timeoutMillis: Int32) throws(SystemError) -> StreamConnection {
         let fd = try systemCall("socket") { socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0) }
-        let connection = StreamConnection(fd: fd, remote: address.description)
+        let connection = StreamConnection(fd: fd, remote: address.description, remoteHost: address.host)
         let status = address.withSockaddr { Glibc.connect(fd, $0, $1) }
         if status != 0 {
             guard errno == EINPROGRESS else { throw SystemError("connect") }

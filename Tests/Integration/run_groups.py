@@ -30,7 +30,7 @@ MEASURED = {
     "test_notify": 44, "test_apps": 36, "test_documents": 24, "test_mdns": 19, "test_install": 16,
     "test_attack_identity": 15, "test_two_hosts": 13, "test_security": 12, "test_local_api": 9, "test_bluetooth": 7,
     "test_app_declarations": 5, "test_streams": 4, "test_hardware_scripts": 4,
-    "test_network_changes": 2, "test_ble_lab_model": 1, "test_vm_bluetooth": 1,
+    "test_network_changes": 12, "test_ble_lab_model": 1, "test_vm_bluetooth": 1,
 }
 PINNED_TO_FIRST = {"test_package", "test_install"}
 

@@ -82,6 +82,7 @@ class Events:
                 event = json.loads(line)
                 if "event" not in event:
                     continue
+                event["received"] = time.monotonic()  # when this test heard it
                 self.events.append(event)
                 if event["event"] == "progress" and self.on_progress:
                     self.on_progress(event)
