@@ -64,7 +64,11 @@ public struct AppStarter: Sendable, Equatable {
             // exec: a program that cannot be executed fails at once.
             var arguments = ["--user", "--wait", "--quiet", "--collect", "--service-type=exec"]
             arguments += extra.sorted { $0.key < $1.key }.map { "--setenv=\($0.key)=\($0.value)" }
-            return Command(executable: systemdRun, arguments: arguments + ["--"] + words, environment: environment)
+            // systemd-run looks for the program in its own view of the files, which the
+            // daemon's sandbox hides most of home from (an app in ~/.local/bin, an AppImage):
+            // a shell in the started unit, outside the sandbox, runs it instead.
+            return Command(executable: systemdRun, arguments: arguments + ["--", "/bin/sh", "-c", #"exec "$0" "$@""#] + words,
+                           environment: environment)
         }
     }
 }

@@ -29,7 +29,7 @@ struct AppStarterTests {
         #expect(command.executable == "/usr/bin/systemd-run")
         #expect(command.arguments == ["--user", "--wait", "--quiet", "--collect", "--service-type=exec",
                                       "--setenv=HANDOFF_DESKTOP_ID=reader.desktop", "--setenv=HANDOFF_LAUNCHED_FOR=org.example.read",
-                                      "--", "reader", "--new-window"])
+                                      "--", "/bin/sh", "-c", #"exec "$0" "$@""#, "reader", "--new-window"])
         // systemd-run itself needs only ours (to reach the manager); the app gets the manager's.
         #expect(command.environment == ["XDG_RUNTIME_DIR": "/run/user/1000"])
     }

@@ -165,7 +165,12 @@ class Install(unittest.TestCase):
         self.assertEqual(settings["EnvironmentFile"], ["-/etc/default/handoffd", "-%E/handoff/handoffd.env"])
         self.assertEqual(settings["ExecStart"], [f"{PREFIX}/bin/handoffd --state-dir %h/.local/state/handoff "
                                                  "--socket %t/handoff/handoffd.sock $HANDOFF_OPTIONS"])
-        self.assertEqual(settings["ReadWritePaths"], ["%h/.local/state/handoff"])
+        # Home hidden but for its state (writable) and what it reads (issue 22: it could read all of home).
+        self.assertEqual(settings["ProtectHome"], ["tmpfs"])
+        self.assertEqual(settings["BindPaths"], ["%h/.local/state/handoff"])
+        self.assertEqual(settings["BindReadOnlyPaths"], ["%h/.local/share/applications -%h/.local/share/flatpak/exports/share/applications "
+                                                         "%t/systemd/private -%t/bus"])
+        self.assertNotIn("ProtectKernelLogs", settings)  # fails in a container (226/NAMESPACE), adds nothing here
         # The Debian package ships the file as it is in the tree: /usr/bin.
         with open(os.path.join(REPO, "Packaging", "systemd", "handoffd.service")) as handle:
             self.assertEqual(handle.read(), unit.replace(f"{PREFIX}/bin/handoffd", "/usr/bin/handoffd"))
@@ -573,16 +578,26 @@ class UserService(unittest.TestCase):
         self.assertEqual(fields["Seccomp"].strip(), "2")  # SystemCallFilter, RestrictAddressFamilies, ...
         # The user manager honours the file system sandbox (in the unit's own user namespace):
         # all read-only but the state and runtime directories, its own /tmp.
-        mounts = {}
+        mounts, types = {}, {}
         with open(f"/proc/{self.main_pid()}/mountinfo") as handle:
             for line in handle:
                 fields_of_mount = line.split()
                 mounts[fields_of_mount[4]] = fields_of_mount[5].split(",")[0]  # the last mount at a point wins
+                types[fields_of_mount[4]] = fields_of_mount[fields_of_mount.index("-") + 1]
         self.assertEqual(mounts["/"], "ro")
-        self.assertEqual(mounts["/home"], "ro")
+        self.assertEqual(types["/home"], "tmpfs")  # its own, empty: what it writes there goes nowhere
         self.assertEqual(mounts[f"{HOME}/.local/state/handoff"], "rw")
         self.assertEqual(mounts[f"{RUNTIME}/handoff"], "rw")
         self.assertIn("/tmp", mounts)
+        # Home is empty to it but for what it needs (issue 22: it could read all of home):
+        # a file of the user's is not there; its state and the apps' .desktop files are.
+        self.as_user("sh", "-c", f"echo private > {HOME}/private-notes.txt")
+        seen = f"/proc/{self.main_pid()}/root"
+        self.assertEqual(sorted(os.listdir(f"{seen}{HOME}")), [".local"])
+        self.assertFalse(os.path.exists(f"{seen}{HOME}/private-notes.txt"))
+        self.assertEqual(sorted(os.listdir(f"{seen}{HOME}/.local/share")), ["applications"])
+        self.assertTrue(set(os.listdir(f"{seen}{RUNTIME}")) <= {"handoff", "systemd", "bus"}, os.listdir(f"{seen}{RUNTIME}"))
+        self.assertEqual(os.listdir(f"{seen}{RUNTIME}/systemd"), ["private"])
         # Start time: `systemctl --user restart` until the local API answers.
         times = []
         for _ in range(5):
