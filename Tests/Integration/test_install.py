@@ -665,6 +665,9 @@ printf '[Desktop Entry]\\nType=Application\\nName=Env dump\\nExec={script}\\nX-H
         self.assertNotEqual(manager_ns, daemon_ns)
         self.assertEqual(self.as_user("cat", f"{HOME}/launched.ns").stdout.split(), manager_ns)
         wait_until("the app to continue", lambda: "continue" in self.as_user("cat", f"{HOME}/launched.log", check=False).stdout)
+        # Issue 22: the journal repeated libdispatch's "Failed to set thread priority ... errno=13".
+        with open(self.manager_log, errors="replace") as handle:
+            self.assertNotIn("thread priority", handle.read())
 
     def test_4_uninstall_stops_and_removes_it_and_keeps_the_state(self):
         result = self.as_root(UNINSTALL)
