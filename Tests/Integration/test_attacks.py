@@ -169,31 +169,56 @@ class Attacks(unittest.TestCase):
         """Round two, 1: from 16 addresses, sending nothing, a stranger held all 32 slots until each 5 s
         handshake deadline; every accept failed with connection-lost. A full pool now evicts the
         oldest connection that has not proven who it is."""
-        sources = [f"169.254.31.{n}" for n in range(1, 17)]
-        for source in sources:
-            lab("exec", "attacker", "ip", "addr", "add", f"{source}/16", "dev", "eth0")
+        self.hold_slots_from(16)
+
+    def test_4d_from_256_addresses_accepts_still_work_and_pairing_still_opens(self):
+        """Round two, 1, the figure's second row: 256 stranger addresses, 10 of 10 accepts, and a new
+        device (c) still pairs with a while the stranger holds a's slots."""
+        lab("start", "laptop-c", *DAEMON_ARGS)
+        try:
+            self.hold_slots_from(256, pair_with="laptop-c")
+        finally:
+            c_id = peer_json("laptop-c", "id")["deviceId"]
+            peer("laptop-a", "untrust", c_id, check=False)
+            lab("stop", "laptop-c", check=False)
+
+    def hold_slots_from(self, count, pair_with=None):
+        sources = [f"169.254.{31 + n // 250}.{1 + n % 250}" for n in range(count)]
+        batch = "".join(f"addr add {source}/16 dev eth0\n" for source in sources)
+        subprocess.run([LAB, "exec", "attacker", "ip", "-batch", "-"], input=batch, text=True, check=True, capture_output=True)
         try:
             receipt = json.loads(peer("laptop-a", "publish", "--type", "org.example.attack", "--title", "Slots", "--json").stdout)
             wait_until("b to list it", lambda: (o := offer_of("laptop-b", "laptop-a")) and o["sequence"] == receipt["sequence"], timeout=20)
-            hold = attack_in_background("attacker", "hold", self.a_address, TRANSFER_PORT, ",".join(sources), "25")
+            hold = attack_in_background("attacker", "hold", self.a_address, TRANSFER_PORT, ",".join(sources), "40")
             wait_until("the stranger to fill a's transfer slots", lambda: peer_json("laptop-a", "status")["budgets"]
                        ["transferConnections"]["active"] >= 32, timeout=15, interval=0.2)
             outcomes = []
-            for _ in range(3):
+            for _ in range(10):
                 result = peer("laptop-b", "accept", "laptop-a", "--json", check=False)
                 outcomes.append(result.returncode)
-                time.sleep(1)
+                time.sleep(0.5)
+            paired = None
+            if pair_with:
+                listener = subprocess.Popen([LAB, "peer", "laptop-a", "pair", "--yes", "--timeout", "30"],
+                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                time.sleep(0.5)
+                initiator = peer(pair_with, "pair", "--address", self.a_address, "--yes", check=False)
+                output, _ = listener.communicate(timeout=60)
+                paired = initiator.returncode == 0 and listener.returncode == 0
+                figure(f"slots{count}.pairingWhileHeld", "paired" if paired else f"failed: {initiator.stdout}{initiator.stderr}{output}")
             counters = peer_json("laptop-a", "status")["budgets"]["transferConnections"]
-            out, _ = hold.communicate(timeout=60)
+            out, _ = hold.communicate(timeout=90)
             opened = json.loads(out.strip().splitlines()[-1])
-            figure("slots.acceptsSucceeded", f"{outcomes.count(0)}/3")
-            figure("slots.strangerConnectionsPerSecond", opened["perSecond"])
-            figure("slots.evictedUnproven", counters["evictedUnproven"])
-            self.assertEqual(outcomes, [0, 0, 0], "an accept failed while a stranger held the transfer slots")
+            figure(f"slots{count}.acceptsSucceeded", f"{outcomes.count(0)}/10")
+            figure(f"slots{count}.strangerConnectionsPerSecond", opened["perSecond"])
+            figure(f"slots{count}.evictedUnproven", counters["evictedUnproven"])
+            self.assertEqual(outcomes, [0] * 10, "an accept failed while a stranger held the transfer slots")
             self.assertGreater(counters["evictedUnproven"], 0)
+            if pair_with:
+                self.assertTrue(paired, "pairing did not open while a stranger held the slots")
         finally:
-            for source in sources:
-                lab("exec", "attacker", "ip", "addr", "del", f"{source}/16", "dev", "eth0", check=False)
+            batch = "".join(f"addr del {source}/16 dev eth0\n" for source in sources)
+            subprocess.run([LAB, "exec", "attacker", "ip", "-force", "-batch", "-"], input=batch, text=True, capture_output=True)
 
     def test_4c_a_stranger_polling_pairing_cannot_take_the_window(self):
         """Round two, 2: a stranger polling with pairing hellos 5 times a second took the only pairing
