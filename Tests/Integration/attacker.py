@@ -27,6 +27,7 @@ import time
 
 GROUP = "224.0.0.199"
 PORT = 47180
+UNICAST_PORT = 47181
 
 
 def connect(host, port, timeout=2.0):
@@ -170,7 +171,9 @@ def beacons(seconds, unicast_host=None):
     multicast.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, mreqn)
     targets = [(multicast, (GROUP, PORT))]
     if unicast_host:
-        targets.append((socket.socket(socket.AF_INET, socket.SOCK_DGRAM), (unicast_host, PORT)))
+        # Both of its ports: the multicast group's, and its unicast announcement port (47181/udp).
+        unicast = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        targets += [(unicast, (unicast_host, PORT)), (unicast, (unicast_host, UNICAST_PORT))]
     deadline = time.monotonic() + float(seconds)
     sent = 0
     name = b"laptop-b"

@@ -124,9 +124,12 @@ class Attacks(unittest.TestCase):
         """Finding 4: 20k forged beacons/s took RSS 46 -> 234 MB and delayed a real publish by seconds."""
         baseline = self.time_to_publish("before the flood")
         before, _ = proc_status("laptop-b")
-        flood = attack_in_background("attacker", "beacons", "12", self.b_address)
+        flood = attack_in_background("attacker", "beacons", "20", self.b_address)
         time.sleep(3)
-        delays = [self.time_to_publish(f"during the flood {n}") for n in range(3)]
+        delays = []
+        for n in range(10):  # round two, 4: two of five changes were lost under a 20k/s flood
+            delays.append(self.time_to_publish(f"during the flood {n}"))
+            time.sleep(0.3)
         out, _ = flood.communicate(timeout=60)
         after, _ = proc_status("laptop-b")
         sent = json.loads(out.strip().splitlines()[-1])
@@ -141,6 +144,7 @@ class Attacks(unittest.TestCase):
         self.assertGreater(budgets["rateLimited"] + budgets["queueFull"], 0, "nothing was refused: the flood did not arrive")
         self.assertLess(after - before, 32, "memory grew with the flood")
         self.assertLess(max(delays), 5.0, "a real publish waited behind the flood")
+        figure("f4.publishesWithinOneSecond", f"{sum(d < 1.0 for d in delays)}/{len(delays)}")
 
     def test_4_trickled_connections_are_bounded_and_cut(self):
         """Finding 6: 2,000 trickled connections held 2,012 threads and stalled the local API."""
