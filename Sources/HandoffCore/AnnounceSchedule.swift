@@ -9,7 +9,9 @@
 ///   the keepalive), then only a keepalive every `keepaliveMillis`.
 /// - First contact (start, a new or changed network address, a new pairing)
 ///   goes by multicast and asks each recipient to answer; when the 15-minute
-///   period turns, every device gets that round's copy by multicast.
+///   period turns, every device gets that round's copy by multicast, at this
+///   host's own offset into the turn's first minute (`periodTurnOffsetMillis`),
+///   so the hosts of a network do not all send in the same second.
 /// - A device that appears, or asks, is answered with the current state at once.
 /// - A device neither heard nor seen gets nothing; one seen by mDNS or by its
 ///   beacon but not heard gets a probe at most once per keepalive interval.
@@ -76,8 +78,8 @@ public struct AnnounceSchedule: Sendable {
     private var changeRepeatAt: UInt64?
     /// nil: no first contact pending; false: to devices not present; true: to every eligible device.
     private var firstContactPending: Bool?
-    /// The period turned: one multicast copy to every eligible device (see `periodTurned`).
-    private var refreshPending = false
+    /// The period turned: one multicast copy to every eligible device, due then (see `periodTurned`).
+    private var refreshDueMillis: UInt64?
     /// Devices to answer, with the route the question came by (nil: the device's own route).
     private var answers: [DeviceKey: Route?] = [:]
     /// Devices heard only by unicast, to be asked by multicast (`checkMulticast`).
@@ -101,7 +103,19 @@ public struct AnnounceSchedule: Sendable {
     /// instead of its usual route, asking for an answer only if it is not present. A device
     /// not heard may be back on a path that healed; one heard learns multicast still
     /// reaches it (how `doctor` tells a network that filters multicast).
-    public mutating func periodTurned() { refreshPending = true }
+    public mutating func periodTurned(dueAtMillis: UInt64) { refreshDueMillis = dueAtMillis }
+
+    /// The window over which the hosts of a network spread their period-turn work (that round,
+    /// and the new mDNS name avahi announces), and this host's place in it: fixed per host (from
+    /// its key), different between hosts. Every host turned in the same second before: (N-1)^2 x 2
+    /// datagrams at once on a network of N paired hosts (issue 21).
+    public static let periodTurnWindowMillis: UInt64 = 60_000
+
+    public static func periodTurnOffsetMillis(for key: DeviceKey) -> UInt64 {
+        let bytes = key.bytes.prefix(4)
+        let value = bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        return value % periodTurnWindowMillis
+    }
 
     /// The active check that the network carries multicast: each of `keys` gets its next copy
     /// by multicast, asking for an answer, which comes back the way the question came. No
@@ -114,9 +128,9 @@ public struct AnnounceSchedule: Sendable {
         answers[key] = route
     }
 
-    /// Whether anything waits for the spacing to pass.
+    /// Whether anything waits for the spacing to pass (a period-turn round waits for its time too).
     public var hasPending: Bool {
-        changePending || refreshPending || firstContactPending != nil || !answers.isEmpty || !multicastChecks.isEmpty
+        changePending || firstContactPending != nil || !answers.isEmpty || !multicastChecks.isEmpty
     }
 
     /// The round to send now, or nil (nothing due, or the spacing has not passed;
@@ -125,8 +139,9 @@ public struct AnnounceSchedule: Sendable {
         let repeatDue = changeRepeatAt.map { now >= $0 } ?? false
         if repeatDue { changePending = true }
         let keepaliveDue = lastRoundMillis.map { elapsed(since: $0, now) >= keepaliveMillis } ?? true
+        let refreshDue = refreshDueMillis.map { now >= $0 } ?? false
         let probes = devices.filter { isProbeDue($0, now) }
-        guard hasPending || keepaliveDue || !probes.isEmpty else { return nil }
+        guard hasPending || refreshDue || keepaliveDue || !probes.isEmpty else { return nil }
         if let last = lastSentMillis, elapsed(since: last, now) < minimumSpacingMillis { return nil }
 
         var deliveries: [Delivery] = []
@@ -138,11 +153,11 @@ public struct AnnounceSchedule: Sendable {
         if let all = firstContactPending {
             for device in devices where all || !device.present { add(device, .multicast, answerMe: true) }
         }
-        if refreshPending {
+        if refreshDue {
             for device in devices { add(device, .multicast, answerMe: !device.present) }
         }
         for device in devices where multicastChecks.contains(device.key) { add(device, .multicast, answerMe: true) }
-        if changePending || keepaliveDue || refreshPending || firstContactPending != nil {
+        if changePending || keepaliveDue || refreshDue || firstContactPending != nil {
             for device in devices where device.present { add(device, device.route, answerMe: false) }
             lastRoundMillis = now
         }
@@ -161,7 +176,7 @@ public struct AnnounceSchedule: Sendable {
         let probing = Set(devices.filter { $0.seen && !$0.present }.map(\.key))
         probed = probed.filter { probing.contains($0.key) }
         changePending = false
-        refreshPending = false
+        if refreshDue { refreshDueMillis = nil }
         firstContactPending = nil
         answers.removeAll()
         multicastChecks.removeAll()
@@ -182,6 +197,7 @@ public struct AnnounceSchedule: Sendable {
         if hasPending { return max(now, spacingEnd) }
         var deadline = lastRoundMillis.map { $0 &+ keepaliveMillis } ?? now
         if let again = changeRepeatAt { deadline = min(deadline, again) }
+        if let refresh = refreshDueMillis { deadline = min(deadline, refresh) }
         for device in devices where device.eligible && device.seen && !device.present {
             deadline = min(deadline, probed[device.key].map { $0 &+ keepaliveMillis } ?? now)
         }

@@ -133,8 +133,19 @@ extension Daemon {
             entry.material.map { PeriodKeys.Device(key: entry.key, discoverySecret: $0.discoverySecret, sealChain: $0.sealChain) }
         })
         guard change == .turned else { return } // the first tokens go out when the paths start (startDiscovery)
-        offering.schedule.periodTurned()
-        offerOwnTokens(epoch: epoch)
+        // This host's place in the turn's first minute: the round and the new mDNS name (which
+        // avahi announces to the whole link) go then, not in the same second as every other host's.
+        // Peers accept the previous period's tokens and seals meanwhile.
+        let due = monotonicMillis() &+ AnnounceSchedule.periodTurnOffsetMillis(for: identity.publicKey)
+        offering.schedule.periodTurned(dueAtMillis: due)
+        discovery.tokensDue = (epoch: epoch, atMillis: due)
+    }
+
+    /// The period's new tokens once this host's offset into the turn has passed (`enterPeriod`).
+    func offerTokensIfDue(nowMillis: UInt64) {
+        guard let due = discovery.tokensDue, nowMillis >= due.atMillis else { return }
+        discovery.tokensDue = nil
+        offerOwnTokens(epoch: due.epoch)
     }
 
     /// The discovery secrets of paired devices, for recognising their tokens.

@@ -245,6 +245,7 @@ public actor Daemon {
         let rotation = ServiceRecord.rotationSeconds * 1000
         delay = min(delay, until((ServiceRecord.epoch(wallClockMillis: wall) &+ 1) * rotation, wall))
         if isPairingOpen() { delay = min(delay, until(pairing.nextBeaconMillis(intervalMillis: pairingBeaconIntervalMillis), mono)) }
+        if let tokens = discovery.tokensDue { delay = min(delay, until(tokens.atMillis, mono)) }
         return delay
     }
 
@@ -264,6 +265,7 @@ public actor Daemon {
         }
         offering.schedule.checkMulticast(discovery.multicastChecksDue(peers.peers.values.map(Discovery.Listed.init), nowMillis: now))
         enterPeriod(nowMillis: now)
+        offerTokensIfDue(nowMillis: monotonicMillis())
         if let current = published {
             if current.activity.isExpired(nowMillis: now) {
                 log.info("activity of type \(current.activity.type) expired")

@@ -32,6 +32,8 @@ struct Discovery {
     var history = PeerHistory()
     /// When each listed paired device was last asked by multicast (`multicastChecksDue`).
     private(set) var multicastChecks: [DeviceKey: UInt64] = [:]
+    /// The new period's tokens (mDNS name, beacon), offered at this host's offset into the turn (monotonic ms).
+    var tokensDue: (epoch: UInt64, atMillis: UInt64)?
 
     init(proximity: ProximityTracker.Settings) {
         self.proximity = ProximityTracker(settings: proximity)

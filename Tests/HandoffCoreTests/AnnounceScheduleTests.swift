@@ -103,14 +103,32 @@ import Testing
         #expect(s.nextDeadline(nowMillis: 2_000, devices: devices) == keepalive)
     }
 
-    @Test func thePeriodTurningSendsEachDeviceItsCopyByMulticast() {
+    @Test func thePeriodTurningSendsEachDeviceItsCopyByMulticastAtThisHostsOffset() {
         var s = schedule()
         _ = s.take(nowMillis: 0, devices: [known(a)])
-        s.periodTurned()
+        s.periodTurned(dueAtMillis: 1_000)
+        // Not before its time: the hosts of a network spread over the turn's first minute.
+        #expect(s.nextDeadline(nowMillis: 500, devices: [known(a)]) == 1_000)
+        #expect(s.take(nowMillis: 500, devices: [known(a), .init(key: b, present: false)]) == nil)
         let round = s.take(nowMillis: 1_000, devices: [known(a), .init(key: b, present: false)])
         #expect(round == [.init(key: a, route: .multicast, answerMe: false), .init(key: b, route: .multicast, answerMe: true)])
         // It counts as the round: the next keepalive is a full interval later.
         #expect(s.nextDeadline(nowMillis: 1_000, devices: [known(a)]) == 1_000 + keepalive)
+    }
+
+    /// Hosts spread over the minute: the offsets of many keys fill it, each fixed for its key.
+    @Test func periodTurnOffsetsSpreadHostsOverTheFirstMinute() throws {
+        var offsets: [UInt64] = []
+        for n in 0..<64 {
+            let key = try #require(DeviceKey(bytes: (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ n &* 131 &+ ($0 == 0 ? n * 37 : 0)) }))
+            offsets.append(AnnounceSchedule.periodTurnOffsetMillis(for: key))
+            #expect(AnnounceSchedule.periodTurnOffsetMillis(for: key) == offsets.last)
+        }
+        #expect(offsets.allSatisfy { $0 < AnnounceSchedule.periodTurnWindowMillis })
+        // 64 hosts over 60 one-second slots: no second holds more than a handful.
+        let perSecond = Dictionary(grouping: offsets) { $0 / 1000 }.values.map(\.count)
+        #expect(perSecond.max() ?? 0 <= 6)
+        #expect(Set(offsets.map { $0 / 1000 }).count >= 30)
     }
 
     @Test func aNewPairingReachesOnlyDevicesNotHeardByMulticast() {
