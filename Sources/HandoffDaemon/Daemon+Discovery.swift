@@ -136,7 +136,10 @@ extension Daemon {
         // This host's place in the turn's first minute: the round and the new mDNS name (which
         // avahi announces to the whole link) go then, not in the same second as every other host's.
         // Peers accept the previous period's tokens and seals meanwhile.
-        let due = monotonicMillis() &+ AnnounceSchedule.periodTurnOffsetMillis(for: identity.publicKey)
+        // Counted from the turn itself (a laptop waking after it has already passed its offset goes at once).
+        let intoTurn = nowMillis &- epoch &* ServiceRecord.rotationSeconds &* 1000
+        let offset = AnnounceSchedule.periodTurnOffsetMillis(for: identity.publicKey)
+        let due = monotonicMillis() &+ (offset > intoTurn ? offset - intoTurn : 0)
         offering.schedule.periodTurned(dueAtMillis: due)
         discovery.tokensDue = (epoch: epoch, atMillis: due)
     }

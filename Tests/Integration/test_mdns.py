@@ -125,10 +125,12 @@ class MDNS(unittest.TestCase):
             lab("stop", "laptop-c")
 
     def test_5_a_name_collision_resolves_to_two_services(self):
-        # The instance name rotates every 15 minutes: keep the test inside one period.
-        left = 900 - time.time() % 900
-        if left < 60:
-            time.sleep(left + 2)
+        # The instance name rotates every 15 minutes, at a's offset into the turn's first minute:
+        # keep the test inside one period, past that minute.
+        into = time.time() % 900
+        wait = (900 - into + 62) if into > 840 else max(0.0, 62 - into)
+        if wait:
+            time.sleep(wait)
             wait_until("a to publish the new period's name", lambda: mdns_status("laptop-a")["instance"] and
                        mdns_status("laptop-a")["state"].startswith("published"), timeout=10)
         instance = self.a_instance()
