@@ -5,6 +5,22 @@ public enum EventName: String, CaseIterable, Sendable {
     case peerAppeared, peerLeft, summaryReceived, summaryWithdrawn, declined
     case willContinue, continued, failed, progress, transferWaiting, transferResumed
     case payloadServed, activityEnded, paired, near, enabled, disabled
+    case pairable, pairingCode, pairingEnded
+}
+
+/// `pairingCode`: a pairing dialog's code is known, on either side (`role`: "initiator" when this
+/// host asked, "responder" when the other did). The local user compares it with the other
+/// laptop's screen and answers with `pairConfirm` (or in the terminal that started it).
+public struct PairingCodeEvent: JSONCodable {
+    public var session: Int64
+    public var peer: String
+    public var name: String
+    public var code: String
+    public var role: String
+
+    public init(session: Int64, peer: String, name: String, code: String, role: String) {
+        (self.session, self.peer, self.name, self.code, self.role) = (session, peer, name, code, role)
+    }
 }
 
 /// `continued`: the accepted activity reached where it continues. Its payload
@@ -82,6 +98,11 @@ public enum Event: Equatable, Sendable {
     case payloadServed(peer: String, type: String, sequence: Int64)
     case activityEnded(type: String, reason: String)
     case paired(peer: String, name: String)
+    /// A device that is not paired opened pairing and can be paired now (its clear pairing beacon).
+    case pairable(peer: String, name: String)
+    case pairingCode(PairingCodeEvent)
+    /// A pairing dialog ended without pairing (declined on either side, timed out, failed); `paired` says the other outcome.
+    case pairingEnded(session: Int64, peer: String, name: String, error: HandoffError)
     /// The peer's beacon became fresh and strong enough.
     case near(peer: String)
     case enabled, disabled
@@ -102,6 +123,9 @@ public enum Event: Equatable, Sendable {
         case .payloadServed: .payloadServed
         case .activityEnded: .activityEnded
         case .paired: .paired
+        case .pairable: .pairable
+        case .pairingCode: .pairingCode
+        case .pairingEnded: .pairingEnded
         case .near: .near
         case .enabled: .enabled
         case .disabled: .disabled
@@ -124,8 +148,10 @@ public enum Event: Equatable, Sendable {
         switch self {
         case let .peerAppeared(peer, _), let .peerLeft(peer), let .summaryReceived(peer, _), let .summaryWithdrawn(peer),
              let .declined(peer, _), let .willContinue(_, peer, _, _), let .failed(_, peer, _, _, _), let .transferResumed(_, peer, _),
-             let .payloadServed(peer, _, _), let .paired(peer, _), let .near(peer):
+             let .payloadServed(peer, _, _), let .paired(peer, _), let .near(peer), let .pairable(peer, _),
+             let .pairingEnded(_, peer, _, _):
             peer
+        case let .pairingCode(event): event.peer
         case let .continued(event): event.peer
         case let .progress(event): event.peer
         case let .transferWaiting(event): event.peer
@@ -142,9 +168,15 @@ public enum Event: Equatable, Sendable {
     public var json: JSONValue {
         var fields: [String: JSONValue] = ["event": .string(name.rawValue)]
         switch self {
-        case let .peerAppeared(peer, name), let .paired(peer, name):
+        case let .peerAppeared(peer, name), let .paired(peer, name), let .pairable(peer, name):
             fields["peer"] = .string(peer)
             fields["name"] = .string(name)
+        case let .pairingCode(event): return Self.named(.pairingCode, event.json)
+        case let .pairingEnded(session, peer, name, error):
+            fields["session"] = .integer(session)
+            fields["peer"] = .string(peer)
+            fields["name"] = .string(name)
+            fields["error"] = error.json
         case let .peerLeft(peer), let .summaryWithdrawn(peer), let .near(peer):
             fields["peer"] = .string(peer)
         case let .summaryReceived(peer, offer):
@@ -220,6 +252,11 @@ public enum Event: Equatable, Sendable {
             self = .payloadServed(peer: try fields.string("peer"), type: try fields.string("type"), sequence: try fields.integer("sequence"))
         case .activityEnded: self = .activityEnded(type: try fields.string("type"), reason: try fields.string("reason"))
         case .paired: self = .paired(peer: try fields.string("peer"), name: try fields.string("name"))
+        case .pairable: self = .pairable(peer: try fields.string("peer"), name: try fields.string("name"))
+        case .pairingCode: self = .pairingCode(try PairingCodeEvent(fields: fields))
+        case .pairingEnded:
+            self = .pairingEnded(session: try fields.integer("session"), peer: try fields.string("peer"), name: try fields.string("name"),
+                                 error: try fields.error("error"))
         case .near: self = .near(peer: try fields.string("peer"))
         case .enabled: self = .enabled
         case .disabled: self = .disabled

@@ -24,7 +24,7 @@ public enum LocalAPIVersion {
 /// Every op of the local API: the one list clients, daemon, help and errors use.
 public enum Op: String, CaseIterable, Sendable {
     case hello, publish, becomeCurrent, resign, invalidate, list, accept, decline, status, id
-    case pair, pairListen, pairConfirm, pairable, devices, untrust, enable, disable, doctor
+    case pair, pairListen, pairOpen, pairConfirm, pairable, devices, untrust, enable, disable, doctor
     case declare, declarations, subscribe
     case awaitStream, openStream
 
@@ -41,6 +41,7 @@ public enum Op: String, CaseIterable, Sendable {
         case .status: StatusReport.self
         case .id: IdentityInfo.self
         case .pair, .pairListen: PairingOffer.self
+        case .pairOpen: PairingWindow.self
         case .pairConfirm: PairingResult.self
         case .pairable: PairableList.self
         case .devices: DeviceList.self
@@ -70,6 +71,9 @@ public enum Request: Equatable, Sendable {
     case status, id
     case pair(peer: String?, address: String?)
     case pairListen(timeoutSeconds: Int64)
+    /// Opens pairing for `timeoutSeconds` and returns at once: each device that asks is told to
+    /// subscribers (`pairingCode`) and answered with `pairConfirm` (a notification, not a terminal).
+    case pairOpen(timeoutSeconds: Int64)
     case pairConfirm(session: Int64, accept: Bool)
     case pairable, devices
     case untrust(peer: String)
@@ -104,6 +108,7 @@ public enum Request: Equatable, Sendable {
         case .id: .id
         case .pair: .pair
         case .pairListen: .pairListen
+        case .pairOpen: .pairOpen
         case .pairConfirm: .pairConfirm
         case .pairable: .pairable
         case .devices: .devices
@@ -175,6 +180,10 @@ public enum Request: Equatable, Sendable {
             let seconds = try fields.optionalInteger("timeoutSeconds") ?? 120
             guard (1...3600).contains(seconds) else { throw .invalidRequest("\"timeoutSeconds\" must be 1 to 3600.") }
             return .pairListen(timeoutSeconds: seconds)
+        case .pairOpen:
+            let seconds = try fields.optionalInteger("timeoutSeconds") ?? 120
+            guard (1...3600).contains(seconds) else { throw .invalidRequest("\"timeoutSeconds\" must be 1 to 3600.") }
+            return .pairOpen(timeoutSeconds: seconds)
         case .pairConfirm:
             guard let session = fields["session"]?.integerValue, let accept = fields["accept"]?.boolValue else {
                 throw .invalidRequest("pairConfirm needs \"session\" (from pair or pairListen) and \"accept\" (true or false).")
@@ -249,7 +258,7 @@ public enum Request: Equatable, Sendable {
         case let .pair(peer, address):
             fields.put("peer", peer.map { .string($0) })
             fields.put("address", address.map { .string($0) })
-        case let .pairListen(seconds): fields["timeoutSeconds"] = .integer(seconds)
+        case let .pairListen(seconds), let .pairOpen(seconds): fields["timeoutSeconds"] = .integer(seconds)
         case let .pairConfirm(session, accept):
             fields["session"] = .integer(session)
             fields["accept"] = .bool(accept)

@@ -133,6 +133,12 @@ public struct PairingOffer: JSONCodable {
     }
 }
 
+/// `pairOpen`: pairing is open until then (wall clock, milliseconds).
+public struct PairingWindow: JSONCodable {
+    public var openUntilMillis: Int64
+    public init(openUntilMillis: Int64) { self.openUntilMillis = openUntilMillis }
+}
+
 /// `pairConfirm`: paired.
 public struct PairingResult: JSONCodable {
     public var paired = true

@@ -138,6 +138,7 @@ extension Daemon {
         case let .pair(peer, address):
             return plain(pairingOffer(try await startPairing(reference: peer, address: address).get()))
         case let .pairListen(seconds): return plain(pairingOffer(try await listenForPairing(seconds: Int(seconds)).get()))
+        case let .pairOpen(seconds): return plain(PairingWindow(openUntilMillis: Int64(clamping: openPairing(seconds: Int(seconds)))))
         case let .pairConfirm(session, accept):
             let offer = try await confirmPairing(session: Int(clamping: session), accept: accept).get()
             return plain(PairingResult(peer: Ed25519.deviceID(of: offer.key).description, name: offer.name))

@@ -47,8 +47,9 @@ struct PairingState {
         /// The code is known and shown; the dialog waits for the local user's answer (nil once it
         /// stopped waiting: the answer timed out, or pairing closed for a candidate still waiting).
         case codeShown(Offer, decision: CheckedContinuation<Bool, Never>?)
-        /// The user answered; the dialog exchanges confirmations and keys, and the answer waits for the outcome.
-        case confirmed(Offer, finish: OfferWaiter?)
+        /// The user answered; the dialog exchanges confirmations and keys, and the answers wait for the
+        /// outcome (the terminal that started it and a notification may both have answered).
+        case confirmed(Offer, finish: [OfferWaiter])
         /// The dialog ended before the user answered: the answer gets this outcome.
         case finished(Offer, Result<Offer, HandoffError>)
 
@@ -74,6 +75,8 @@ struct PairingState {
     var openUntilMillis: UInt64 = 0
     /// When the last clear pairing beacon went out (monotonic ms).
     var lastBeaconMillis: UInt64?
+    /// `pairable` events: at most one a second (burst 3), however many devices send beacons.
+    var pairableNotices = SourceBudget(perSource: .init(perSecond: 1, burst: 3), overall: .init(perSecond: 1, burst: 3), maximumSources: 1)
 
     static let decisionTimeoutSeconds = 120
     /// Dialogs that ended with a code shown and no answer yet (the user may still type it): the oldest go.
@@ -136,8 +139,15 @@ extension Daemon {
         guard PeerTable.isFresh(timestampMillis: beacon.timestampMillis, ttlMillis: ttl, nowMillis: nowMillis) else {
             return peers.recordDrop(\.expired)
         }
+        let known = pairing.beacons[beacon.senderKey].map { $0.seenMillis + $0.ttlMillis > nowMillis } ?? false
         pairing.remember(.init(key: beacon.senderKey, name: beacon.name, host: host,
                                port: beacon.transferPort, seenMillis: nowMillis, ttlMillis: ttl))
+        // A device newly pairable (not one already paired): the agent offers to pair with it. At most
+        // one a second: anyone on the link can send beacons, and each would be a notification.
+        if !known, !trust.contains(beacon.senderKey), pairing.beacons[beacon.senderKey] != nil,
+           pairing.pairableNotices.allow("beacons", nowMillis: monotonicMillis()) {
+            broadcast(.pairable(peer: Ed25519.deviceID(of: beacon.senderKey).description, name: beacon.name))
+        }
     }
 
     /// Devices that can be paired right now, for `pair` without a name.
@@ -147,6 +157,15 @@ extension Daemon {
     }
 
     // MARK: - Local API
+
+    /// `pairOpen`: opens pairing for `seconds` (or keeps it open) and returns when it closes (wall ms).
+    /// Devices that ask are told to subscribers (`pairingCode`), which answer with `pairConfirm`.
+    func openPairing(seconds: Int) -> UInt64 {
+        pairing.openUntilMillis = max(pairing.openUntilMillis, wallClockMillis() + UInt64(seconds) * 1000)
+        log.info("pairing open for \(seconds) s")
+        announce()
+        return pairing.openUntilMillis
+    }
 
     /// `pairListen`: opens pairing for `seconds` (or keeps it open) and returns the next device
     /// that asked, with the code to compare: one already waiting, else the next to ask.
@@ -294,17 +313,23 @@ extension Daemon {
         let notWaiting = HandoffError(.notFound, "There is no pairing session \(id) waiting for an answer.",
                                       fix: "Start again with 'handoff-peer pair'.")
         switch pairing.sessions[id] {
-        case nil, .connecting?, .confirmed?:
-            // Not shown yet, or answered already (a second answer would wait forever).
+        case nil, .connecting?:
             return .failure(notWaiting)
+        case let .confirmed(offer, finish)?:
+            // Answered already (in a notification, say): this answer gets the same outcome.
+            return await withCheckedContinuation { continuation in
+                pairing.sessions[id] = .confirmed(offer, finish: finish + [continuation])
+            }
         case let .finished(_, outcome)?:
             pairing.sessions.removeValue(forKey: id)
             return outcome
         case let .codeShown(offer, decision)?:
             // A dialog that stopped waiting (timed out) goes on with "no" and its outcome comes here.
             decision?.resume(returning: accept)
+            // Answered here, it is no longer for a `pairListen` to show.
+            pairing.waiting.removeAll { $0.session == id }
             return await withCheckedContinuation { continuation in
-                pairing.sessions[id] = .confirmed(offer, finish: continuation)
+                pairing.sessions[id] = .confirmed(offer, finish: [continuation])
             }
         }
     }
@@ -453,6 +478,10 @@ extension Daemon {
     /// `pairListen`, now or when one comes), then wait for the user's answer.
     func pairingReady(_ offer: PairingState.Offer) async -> Bool {
         guard case let .connecting(ready)? = pairing.sessions[offer.session] else { return false }
+        // Whoever shows codes (the notification agent) shows this one, on either side.
+        broadcast(.pairingCode(PairingCodeEvent(session: Int64(offer.session), peer: Ed25519.deviceID(of: offer.key).description,
+                                                name: offer.name, code: offer.code,
+                                                role: pairing.responding[offer.session] != nil ? "responder" : "initiator")))
         if let ready {
             ready.resume(returning: .success(offer))
         } else if pairing.responding[offer.session] != nil {
@@ -491,6 +520,10 @@ extension Daemon {
             trustChanged()
         case let .failure(error):
             log.info("pairing ended without pairing: \(error.code.rawValue)")
+            // A dialog whose code was shown: whoever shows it (a notification) hears how it ended.
+            if let offer = pairing.sessions[id]?.offer {
+                broadcast(.pairingEnded(session: Int64(id), peer: Ed25519.deviceID(of: offer.key).description, name: offer.name, error: error))
+            }
         }
         switch pairing.sessions.removeValue(forKey: id) {
         case nil, .finished?:
@@ -500,7 +533,7 @@ extension Daemon {
             // was never shown, and nobody will ask for it.
             ready?.resume(returning: outcome)
         case let .confirmed(_, finish)?:
-            finish?.resume(returning: outcome)
+            for waiter in finish { waiter.resume(returning: outcome) }
         case let .codeShown(offer, decision)?:
             // Shown and not answered yet: the answer, when it comes, gets the outcome.
             decision?.resume(returning: false)

@@ -314,6 +314,11 @@ extension HandoffClient {
         try PairingOffer(json: request(.pairListen(timeoutSeconds: timeoutSeconds)), context: "pairListen")
     }
 
+    /// Opens pairing for `timeoutSeconds` without waiting: devices that ask reach subscribers as `pairingCode`.
+    public func pairOpen(timeoutSeconds: Int64) throws(HandoffError) -> PairingWindow {
+        try request(.pairOpen(timeoutSeconds: timeoutSeconds), as: PairingWindow.self)
+    }
+
     public func pairConfirm(session: Int64, accept: Bool) throws(HandoffError) -> PairingResult {
         try PairingResult(json: request(.pairConfirm(session: session, accept: accept)), context: "pairConfirm")
     }

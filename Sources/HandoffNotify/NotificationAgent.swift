@@ -25,7 +25,17 @@ public final class NotificationAgent: @unchecked Sendable {
         case offers([OfferNotice])
         case acceptFinished(peer: String, error: HandoffError?)
         case declineFinished(peer: String)
+        /// A pairing event (pairable, pairingCode, pairingEnded, paired), for the pairing notifications.
+        case pairing(Event)
+        case pairFailed(peer: String, name: String, error: HandoffError)
+        case confirmFinished(session: Int64, error: HandoffError?)
         case stop
+    }
+
+    /// Which book a notification belongs to.
+    enum Shown {
+        case offer(peer: String)
+        case pairing(key: String)
     }
 
     /// How often offers on screen are re-listed: one may end with no event
@@ -38,6 +48,7 @@ public final class NotificationAgent: @unchecked Sendable {
     private let wakeFD: Int32
     private let requests = RequestQueue()
     private var book = NotificationBook()
+    private var pairingBook = PairingBook()
     private var bus: BusConnection?
     private var serverOwner: String?
     private var refreshAtMillis: UInt64?
@@ -92,13 +103,14 @@ public final class NotificationAgent: @unchecked Sendable {
         self.bus = bus
         // Asking for the capabilities starts a server that is D-Bus activated, as the first notification would.
         book.capabilities = capabilities(bus)
+        pairingBook.markup = book.capabilities.bodyMarkup
         serverOwner = nameOwner(bus)
         log("notification server \(serverOwner ?? "not running yet"): actions \(book.capabilities.actions ? "yes" : "no"), body markup \(book.capabilities.bodyMarkup ? "yes" : "no")")
         startEventsThread()
         startRequestsThread()
         loop(bus)
         // Nothing can answer these once the agent is gone.
-        for id in book.shownIDs { close(id) }
+        for id in book.shownIDs + pairingBook.shownIDs { close(id) }
         self.bus = nil // flushes the CloseNotification calls and closes the connection
         requests.add(.stop)
     }
@@ -156,6 +168,19 @@ public final class NotificationAgent: @unchecked Sendable {
             execute(book.acceptFinished(peer: peer, error: error))
         case let .declineFinished(peer):
             execute(book.declineFinished(peer: peer))
+        case let .pairing(event):
+            switch event {
+            case let .pairable(peer, name): execute(pairingBook.pairable(peer: peer, name: name))
+            case let .pairingCode(code): execute(pairingBook.code(session: code.session, peer: code.peer, name: code.name, code: code.code))
+            case let .pairingEnded(session, peer, name, error): execute(pairingBook.ended(session: session, peer: peer, name: name, error: error))
+            case let .paired(peer, name): execute(pairingBook.paired(peer: peer, name: name))
+            default: break
+            }
+        case let .pairFailed(peer, name, error):
+            log("pairing did not start: \(error.code.rawValue)")
+            execute(pairingBook.pairingFailed(peer: peer, name: name, error: error))
+        case let .confirmFinished(_, error):
+            if let error { log("pairing ended without pairing: \(error.code.rawValue)") }
         case .stop:
             break
         }
@@ -166,9 +191,11 @@ public final class NotificationAgent: @unchecked Sendable {
         switch member {
         case "ActionInvoked":
             guard let key = values[1].string else { return }
+            if pairingBook.owns(id: id) { return execute(pairingBook.actionInvoked(id: id, key: key)) }
             execute(book.actionInvoked(id: id, key: key))
         case "NotificationClosed":
             book.closed(id: id)
+            pairingBook.closed(id: id)
         default:
             break
         }
@@ -181,12 +208,14 @@ public final class NotificationAgent: @unchecked Sendable {
         // A new server knows none of the ids: show what is offered again, as it can.
         log("notification server is now \(owner)")
         execute(book.serverChanged(capabilities(bus)))
+        pairingBook = PairingBook()  // its ids meant the old server's; pairing dialogs still answer in the terminal
+        pairingBook.markup = book.capabilities.bodyMarkup
     }
 
     private func execute(_ commands: [NotificationBook.Command]) {
         for command in commands {
             switch command {
-            case let .notify(peer, notice, replaces): notify(peer: peer, notice: notice, replaces: replaces)
+            case let .notify(peer, notice, replaces): notify(.offer(peer: peer), notice: notice, replaces: replaces)
             case let .close(id): close(id)
             case let .accept(offer): accept(offer)
             case let .decline(offer): requests.add(.decline(offer))
@@ -194,8 +223,28 @@ public final class NotificationAgent: @unchecked Sendable {
         }
     }
 
-    private func notify(peer: String, notice: Notice, replaces: UInt32) {
-        guard let bus else { return }
+    private func execute(_ commands: [PairingBook.Command]) {
+        for command in commands {
+            switch command {
+            case let .notify(key, notice, replaces): notify(.pairing(key: key), notice: notice, replaces: replaces)
+            case let .close(id): close(id)
+            case let .pair(peer, name): startPairing(peer: peer, name: name)
+            case let .confirm(session, accept): confirmPairing(session: session, accept: accept)
+            }
+        }
+    }
+
+    private func notified(_ shown: Shown, id: UInt32?) {
+        switch (shown, id) {
+        case let (.offer(peer), id?): execute(book.notified(peer: peer, id: id))
+        case let (.offer(peer), nil): book.notifyFailed(peer: peer)
+        case let (.pairing(key), id?): execute(pairingBook.notified(key: key, id: id))
+        case let (.pairing(key), nil): pairingBook.notifyFailed(key: key)
+        }
+    }
+
+    private func notify(_ shown: Shown, notice: Notice, replaces: UInt32) {
+        guard let bus else { return notified(shown, id: nil) }
         do throws(BusError) {
             let call = try bus.notificationsCall("Notify") { (body: inout MessageWriter) throws(BusError) in
                 try body.string(Notice.appName)
@@ -215,19 +264,15 @@ public final class NotificationAgent: @unchecked Sendable {
             try bus.callAsync(call, timeoutMillis: 5_000) { [unowned self] result in
                 switch result {
                 case let .success(values):
-                    if let id = values.first?.uint32 {
-                        execute(book.notified(peer: peer, id: id))
-                    } else {
-                        book.notifyFailed(peer: peer)
-                    }
+                    notified(shown, id: values.first?.uint32)
                 case let .failure(error):
                     log("the notification server refused a notification: \(error)")
-                    book.notifyFailed(peer: peer)
+                    notified(shown, id: nil)
                 }
             }
         } catch {
             log("cannot send a notification: \(error)")
-            book.notifyFailed(peer: peer)
+            notified(shown, id: nil)
         }
     }
 
@@ -275,6 +320,9 @@ public final class NotificationAgent: @unchecked Sendable {
         _ = write(wakeFD, &one, 8)
     }
 
+    /// Events the pairing notifications follow.
+    static let pairingEvents: Set<EventName> = [.pairable, .pairingCode, .pairingEnded, .paired]
+
     /// Events that can change what `list` shows.
     static let relevantEvents: Set<EventName> = [.peerAppeared, .peerLeft, .summaryReceived, .summaryWithdrawn, .declined,
                                                  .near, .enabled, .disabled]
@@ -316,7 +364,9 @@ public final class NotificationAgent: @unchecked Sendable {
     private func follow(_ client: HandoffClient) {
         requests.add(.refresh)
         while let received = try? client.nextEvent() {
-            if let name = received.event?.name, Self.relevantEvents.contains(name) { requests.add(.refresh) }
+            guard let event = received.event else { continue }
+            if Self.relevantEvents.contains(event.name) { requests.add(.refresh) }
+            if Self.pairingEvents.contains(event.name) { post(.pairing(event)) }
         }
         log("handoffd went away; waiting for it to come back")
         requests.add(.refresh) // fails, so nothing is offered: every notification is withdrawn
@@ -373,6 +423,34 @@ public final class NotificationAgent: @unchecked Sendable {
                 failure = error
             }
             post(.acceptFinished(peer: offer.peer, error: failure))
+        }
+    }
+
+    /// Pair with a device that opened pairing: its code arrives as a `pairingCode` event.
+    private func startPairing(peer: String, name: String) {
+        Threads.start("handoffd-pair") { [self] in
+            do throws(HandoffError) {
+                let client = try HandoffClient(socketPath: socketPath)
+                let offer = try client.pair(peer: peer, address: nil)
+                // Shown from the event too; the book shows one notification per dialog.
+                post(.pairing(.pairingCode(PairingCodeEvent(session: offer.session, peer: offer.peer, name: offer.name,
+                                                            code: offer.code, role: "initiator"))))
+            } catch {
+                post(.pairFailed(peer: peer, name: name, error: error))
+            }
+        }
+    }
+
+    /// The person's answer; returns when both sides have answered (the outcome comes as an event).
+    private func confirmPairing(session: Int64, accept: Bool) {
+        Threads.start("handoffd-pair") { [self] in
+            var failure: HandoffError?
+            do throws(HandoffError) {
+                _ = try HandoffClient(socketPath: socketPath).pairConfirm(session: session, accept: accept)
+            } catch {
+                failure = error
+            }
+            post(.confirmFinished(session: session, error: failure))
         }
     }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import Glibc
 import HandoffAPI
@@ -225,6 +226,16 @@ struct Runner {
         }
         // Range checked by Commands.validate.
         let timeout = arguments.value("timeout").flatMap { Int64($0) } ?? 120
+        if arguments.flag("open") {
+            let window = try client.pairOpen(timeoutSeconds: timeout)
+            if wantsJSON {
+                print(window.json.prettyPrinted())
+            } else {
+                print("Pairing is open for \(timeout) s. On the other host, choose Pair in its notification (or run: handoff-peer pair \(try ownName()));")
+                print("then compare the codes and choose Pair in both notifications.")
+            }
+            return 0
+        }
         if let peer = arguments.positionals.first ?? arguments.value("address").map({ _ in "" }) {
             let offer = try client.pair(peer: peer.isEmpty ? nil : peer, address: arguments.value("address"))
             return try confirm(offer, listening: false).exitCode
@@ -250,6 +261,41 @@ struct Runner {
 
     private func monotonicSeconds() -> Int64 { Int64(monotonicMillis() / 1000) }
 
+    private enum Answer: Sendable {
+        case typed(String)
+        /// Answered in the notification (handoff-notify): nil when it paired, else why not.
+        case elsewhere(HandoffError?)
+    }
+
+    /// The terminal's answer, or the dialog's end when the person answered in the notification
+    /// instead (both show the code): whichever comes first.
+    private func answer(session: Int64, peer: String) -> Answer {
+        let answer = Locked<Answer?>(nil)
+        let ready = DispatchSemaphore(value: 0)
+        @Sendable func settle(_ value: Answer) {
+            let first = answer.withLock { current in
+                guard current == nil else { return false }
+                current = value
+                return true
+            }
+            if first { ready.signal() }
+        }
+        Threads.start("terminal") { settle(.typed(readLine() ?? "")) }
+        let socketPath = client.socketPath
+        Threads.start("pairing events") {
+            guard let events = try? HandoffClient(socketPath: socketPath), (try? events.subscribe()) != nil else { return }
+            while let received = try? events.nextEvent() {
+                switch received.event {
+                case let .paired(paired, _)? where paired == peer: return settle(.elsewhere(nil))
+                case let .pairingEnded(ended, _, _, error)? where ended == session: return settle(.elsewhere(error))
+                default: continue
+                }
+            }
+        }
+        ready.wait()
+        return answer.withLock { $0 } ?? .typed("")
+    }
+
     /// Shows the code, takes the user's answer and reports how pairing with this device ended.
     private func confirm(_ offer: PairingOffer, listening: Bool) throws(HandoffError) -> (paired: Bool, exitCode: Int32) {
         let code = offer.code
@@ -269,7 +315,19 @@ struct Runner {
         } else {
             print("Do both screens show \(shown)? [y/N] ", terminator: "")
             fflush(nil)
-            accept = ["y", "yes"].contains((readLine() ?? "").trimmingSpaces().lowercased())
+            switch answer(session: offer.session, peer: offer.peer) {
+            case let .typed(line):
+                accept = ["y", "yes"].contains(line.trimmingSpaces().lowercased())
+            case let .elsewhere(error):
+                // Answered in the notification: this terminal reports the outcome.
+                print("")
+                guard let error else {
+                    print("Paired with \(name) (\(offer.peer)), confirmed in the notification.")
+                    return (true, 0)
+                }
+                printError("Not paired with \(name) (\(error.code.rawValue)): \(error.message)\nFix: \(error.fix)")
+                return (false, ExitCode.failure)
+            }
         }
         let result: PairingResult
         do {
@@ -427,6 +485,9 @@ struct Runner {
             "\(safe(progress.type))  " + ProgressDisplay.bar(bytes: progress.bytes, total: progress.total, bytesPerSecond: progress.bytesPerSecond)
         case let .transferWaiting(waiting): "waiting for \(safe(waiting.name)): \(safe(waiting.reason))"
         case let .transferResumed(_, _, fromByte): "resumed at \(ProgressDisplay.mebibytes(fromByte)) MiB"
+        case let .pairable(_, name): safe(name)
+        case let .pairingCode(code): "\(safe(code.name))  \(code.role)  session \(code.session)"
+        case let .pairingEnded(session, _, name, error): "\(safe(name))  session \(session)  \(error.code.rawValue)"
         case .peerAppeared, .peerLeft, .summaryWithdrawn, .paired, .near, .enabled, .disabled: ""
         }
     }

@@ -14,7 +14,7 @@ let sampleRequests: [Request] = [
     .accept(peer: "K7QM", requireApp: false, payload: false),
     .decline(peer: "laptop-a"), .status, .id,
     .pair(peer: "laptop-a", address: nil), .pair(peer: nil, address: "169.254.10.2:47181"),
-    .pairListen(timeoutSeconds: 30), .pairConfirm(session: 4, accept: true), .pairable, .devices,
+    .pairListen(timeoutSeconds: 30), .pairOpen(timeoutSeconds: 60), .pairConfirm(session: 4, accept: true), .pairable, .devices,
     .untrust(peer: "laptop-a"), .enable, .disable, .doctor(peer: nil), .doctor(peer: "laptop-a"),
     .declare(app: "Reader", types: ["org.example.reader"], desktopID: "reader.desktop", payloads: true),
     .declarations, .subscribe(payloads: false), .subscribe(payloads: true),

@@ -34,6 +34,7 @@ func roundTrip<T: JSONCodable>(_ value: T) throws -> T {
         let pairing = PairingOffer(session: 3, code: "123456", name: "laptop-a", peer: "K7QM")
         #expect(try roundTrip(pairing) == pairing)
         #expect(try roundTrip(PairingResult(peer: "K7QM", name: "laptop-a")) == PairingResult(peer: "K7QM", name: "laptop-a"))
+        #expect(try roundTrip(PairingWindow(openUntilMillis: 5)) == PairingWindow(openUntilMillis: 5))
         #expect(try roundTrip(PairableDevice(peer: "K7QM", name: "a", host: "h")) == PairableDevice(peer: "K7QM", name: "a", host: "h"))
         let device = DeviceEntry(peer: "K7QM", name: "a", publicKey: "00", pairedAtMillis: 5, inRange: true, needsPairingAgain: false)
         #expect(try roundTrip(device) == device)
