@@ -69,6 +69,8 @@ public struct Notice: Equatable, Sendable {
     public var body: String
     /// Alternating action keys and labels, as Notify takes them.
     public var actions: [String]
+    /// How long the server shows it (Notify's expire_timeout): -1, the server's own choice.
+    public var expireMillis: Int32 = -1
 
     public static let appName = "Handoff"
     /// Action keys. "default" is what a click on the notification invokes.

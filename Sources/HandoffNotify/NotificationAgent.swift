@@ -259,7 +259,7 @@ public final class NotificationAgent: @unchecked Sendable {
                         try entry.container("v", "y") { (value: inout MessageWriter) throws(BusError) in try value.byte(1) }
                     }
                 }
-                try body.int32(-1) // the server's own timeout
+                try body.int32(notice.expireMillis)
             }
             try bus.callAsync(call, timeoutMillis: 5_000) { [unowned self] result in
                 switch result {

@@ -161,6 +161,7 @@ extension Notice {
         summary = "\(Self.clean(name)) can be paired"
         body = Self.bodyText("\(name) (\(peer)) opened pairing. Choose Pair to compare codes with it.", markup: markup)
         actions = [PairingBook.pairKey, "Pair…"]
+        expireMillis = 60_000  // a pairing window lasts minutes; a stale offer to pair should not stay
     }
 
     /// The code of one pairing dialog, to compare with the other laptop's screen.
@@ -175,11 +176,13 @@ extension Notice {
         summary = "Paired with \(Self.clean(name))"
         body = Self.bodyText("\(name) (\(peer)) and this laptop can now continue each other's activities.", markup: markup)
         actions = []
+        expireMillis = 5_000
     }
 
     public init(notPaired name: String, error: HandoffError, markup: Bool) {
         summary = "Not paired with \(Self.clean(name))"
         body = Self.bodyText(error.message + (error.fix.isEmpty ? "" : "\n" + error.fix), markup: markup)
         actions = []
+        expireMillis = 10_000
     }
 }

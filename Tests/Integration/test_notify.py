@@ -69,7 +69,7 @@ class Notify(unittest.TestCase):
     @classmethod
     def start_session(cls):
         """A session bus, an X server and dunst, as a desktop session has them."""
-        xvfb, cls.display = start_xvfb("480x120x24")
+        xvfb, cls.display = start_xvfb("480x220x24")
         cls.pids.append(xvfb.pid)
         cls.popens.append(xvfb)
         cls.env = dict(os.environ, DISPLAY=cls.display, DBUS_SESSION_BUS_ADDRESS=cls.bus_address)
@@ -86,7 +86,7 @@ class Notify(unittest.TestCase):
         picker = os.path.join(cls.tmp, "pick")
         with open(picker, "w") as f:
             # dunst's dmenu: gets the menu on stdin, answers with the line chosen. The choice file says which.
-            f.write(f"#!/bin/sh\ntee -a {cls.menu_log} | grep -F \",$(cat {cls.choice})]\" | head -n 1\n")
+            f.write(f"#!/bin/sh\ntee -a {cls.menu_log} | grep -F \"$(cat {cls.choice})\" | head -n 1\n")
         for path in (script, picker):
             os.chmod(path, 0o755)
         config = os.path.join(cls.tmp, "dunstrc")
@@ -210,10 +210,10 @@ class Notify(unittest.TestCase):
                 current[key] = value.strip("'")
         return blocks
 
-    def choose(self, key):
-        """The person picks `key` from dunst's context menu (dmenu), through dunst."""
+    def choose(self, key, notification=None):
+        """The person picks `key` (of one notification, given its id) from dunst's context menu (dmenu), through dunst."""
         with open(self.choice, "w") as f:
-            f.write(key)
+            f.write(f"[{notification},{key}]" if notification is not None else f",{key}]")
         self.dunstctl("context")
 
     def publish(self, title, *extra):
@@ -250,9 +250,10 @@ class Notify(unittest.TestCase):
                        check=True, capture_output=True)
 
         served = self.served()
+        before = len(self.read(self.menu_log))
         self.choose("default")
         # dunst's menu offered both actions of the notification (it runs dmenu on a thread of its own).
-        menu = wait_until("dunst's menu", lambda: self.read(self.menu_log))
+        menu = wait_until("dunst's menu", lambda: self.read(self.menu_log)[before:])
         self.assertIn(f"#Continue (Continue from laptop-a) [{first[1]},default]", menu)
         self.assertEqual(menu.count(f"[{first[1]},"), 2, menu)
         self.assertIn(f"#Not now (Continue from laptop-a) [{first[1]},decline]", menu)
@@ -387,6 +388,48 @@ class Notify(unittest.TestCase):
         wait_until("the agent to follow handoffd again", lambda: self.read(self.agent_log).count("following handoffd") == 2, timeout=15)
         self.publish("Rust atomics, chapter 14")
         self.shown_with("chapter 14", timeout=15)
+
+    def test_8d_pairing_through_the_notifications(self):
+        """Issue 25: pairing without a terminal. c (a stranger to b) opens pairing; b's notification
+        offers to pair with it; both agents show the dialog's code; Pair in both notifications pairs them."""
+        c_log = os.path.join(self.tmp, "agent-c.log")
+        _, agent_c_pid = self.spawn("laptop-c", "agent-c", ["env", f"DBUS_SESSION_BUS_ADDRESS={self.bus_address}",
+                                                            f"XDG_CONFIG_HOME={self.tmp}/config-c", "handoff-notify"], log=c_log)
+        b_id = peer_json("laptop-b", "id")["deviceId"]
+        c_id = peer_json("laptop-c", "id")["deviceId"]
+        try:
+            wait_until("c's agent to follow c's handoffd", lambda: "following handoffd" in self.read(c_log), timeout=15)
+            peer("laptop-c", "pair", "--open", "--timeout", "60")
+            offered = self.shown_with("laptop-c can be paired", timeout=20)
+            self.choose_and_wait("pair", offered[1])
+            on_b = self.shown_with("Pair with laptop-c?", timeout=20)
+            on_c = self.shown_with("Pair with laptop-b?", timeout=20)
+            code_b, code_c = on_b[2].split("Code ")[1], on_c[2].split("Code ")[1]
+            self.assertRegex(code_b, r"^\d{3} \d{3}$")
+            self.assertEqual(code_b, code_c, "the two notifications show different codes")
+            self.assertIn(c_id, on_b[3])
+            block = next(b for b in reversed(self.printed()) if b.get("id") == str(on_b[1]))
+            self.assertEqual(block["actions"], {"pair": "Pair", "reject": "Reject"})
+            subprocess.run(["import", "-display", self.display, "-window", "root", os.path.join(self.output, "pairing.png")],
+                           check=True, capture_output=True)
+            self.choose_and_wait("pair", on_b[1])
+            self.choose_and_wait("pair", on_c[1])
+            self.shown_with("Paired with laptop-c", timeout=30)
+            self.shown_with("Paired with laptop-b", timeout=30)
+            self.assertIn(c_id, [d["peer"] for d in peer_json("laptop-b", "devices")])
+            self.assertIn(b_id, [d["peer"] for d in peer_json("laptop-c", "devices")])
+        finally:
+            peer("laptop-b", "untrust", c_id, check=False)
+            peer("laptop-c", "untrust", b_id, check=False)
+            stop_pid(agent_c_pid)
+            self.dunstctl("close-all")
+
+    def choose_and_wait(self, key, notification):
+        """Chooses, and waits until dunst has run its menu (one menu at a time)."""
+        before = len(self.read(self.menu_log))
+        self.choose(key, notification)
+        wait_until("dunst's menu", lambda: len(self.read(self.menu_log)) > before)
+        time.sleep(0.3)
 
     def test_9_stopping_the_agent_withdraws_its_notifications(self):
         self.publish("Rust atomics, chapter 11")
