@@ -51,6 +51,7 @@ PROMISED = {
     f"{PREFIX}/share/man/man1/handoff-webext-host.1": 0o644,
     "/etc/xdg/autostart/handoff-notify.desktop": 0o644,
     "/etc/xdg/autostart/handoff-documents.desktop": 0o644,
+    f"{PREFIX}/share/applications/handoff-pair.desktop": 0o644,
     **{f"{PREFIX}/share/webext/handoff/{family}/{name}": 0o644
        for family in ("chromium", "firefox") for name in ("background.js", "manifest.json", "scrolled.js")},
     f"{PREFIX}/share/man/man8/handoffd.8": 0o644,

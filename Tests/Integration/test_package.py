@@ -43,6 +43,7 @@ FILES = {
     "/usr/share/man/man1/handoff-notify.1.gz": 0o644,
     "/etc/xdg/autostart/handoff-notify.desktop": 0o644,
     "/etc/xdg/autostart/handoff-documents.desktop": 0o644,
+    "/usr/share/applications/handoff-pair.desktop": 0o644,
     # The browser extension in Debian's webext layout, and the native messaging host manifests.
     **{f"/usr/share/webext/handoff/{family}/{name}": 0o644
        for family in ("chromium", "firefox") for name in ("background.js", "manifest.json", "scrolled.js")},
