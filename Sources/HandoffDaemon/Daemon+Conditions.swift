@@ -145,23 +145,15 @@ extension Daemon {
         }
     }
 
-    /// One TCP connection attempt per address: open, refused (RST), or no answer (dropped).
+    /// One TCP connection attempt to every address at once: open if any connected, else refused
+    /// (RST: something answered) if any reset, else no answer (dropped), else unreachable.
     nonisolated static func probeTransferPort(hosts: [String], port: UInt16) -> ConditionEvidence.PortProbe {
-        var result = ConditionEvidence.PortProbe.unreachable("no address of it is known")
-        for host in hosts {
-            do {
-                let connection = try StreamConnection.connect(to: try SocketAddress(host: host, port: port), timeoutMillis: 2000)
-                connection.close()
-                return .open
-            } catch {
-                switch error.errno {
-                case ECONNREFUSED: result = .refused(host: host)
-                case ETIMEDOUT: result = .dropped(host: host)
-                default: result = .unreachable("\(host): \(error)")
-                }
-            }
-        }
-        return result
+        let outcomes = StreamConnection.connectOutcomes(hosts: hosts, port: port, timeoutMillis: 2000)
+        if hosts.contains(where: { outcomes[$0] == 0 }) { return .open }
+        if let host = hosts.first(where: { outcomes[$0] == ECONNREFUSED }) { return .refused(host: host) }
+        if let host = hosts.first(where: { outcomes[$0] == ETIMEDOUT }) { return .dropped(host: host) }
+        guard let host = hosts.last, let number = outcomes[host] else { return .unreachable("no address of it is known") }
+        return .unreachable("\(host): \(String(cString: strerror(number)))")
     }
 
     /// A handshake, then a fetch for no offer: a device that trusts this one refuses it as

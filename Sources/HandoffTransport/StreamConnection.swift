@@ -94,6 +94,48 @@ public final class StreamConnection: Sendable {
         return connection
     }
 
+    /// Tries every address at once and closes what it opened: per host, 0 when it connected,
+    /// else the errno (ETIMEDOUT: no answer within `timeoutMillis`; EINVAL: not an address).
+    /// A probe, not a connection: a peer with an IPv4 and an IPv6 address costs one timeout, not two.
+    public static func connectOutcomes(hosts: [String], port: UInt16, timeoutMillis: Int32) -> [String: Int32] {
+        var outcomes: [String: Int32] = [:]
+        var pending: [(host: String, fd: Int32)] = []
+        for host in hosts where outcomes[host] == nil && !pending.contains(where: { $0.host == host }) {
+            guard let address = try? SocketAddress(host: host, port: port) else { outcomes[host] = EINVAL; continue }
+            let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            guard fd >= 0 else { outcomes[host] = errno; continue }
+            if address.withSockaddr({ Glibc.connect(fd, $0, $1) }) == 0 {
+                outcomes[host] = 0
+                Glibc.close(fd)
+            } else if errno == EINPROGRESS {
+                pending.append((host, fd))
+            } else {
+                outcomes[host] = errno
+                Glibc.close(fd)
+            }
+        }
+        let deadline = monotonicMillis() + UInt64(max(timeoutMillis, 0))
+        while !pending.isEmpty {
+            let now = monotonicMillis()
+            guard now < deadline else { break }
+            var fds = pending.map { pollfd(fd: $0.fd, events: Int16(POLLOUT), revents: 0) }
+            guard poll(&fds, nfds_t(fds.count), Int32(deadline - now)) > 0 else { continue }
+            for (index, ready) in fds.enumerated().reversed() where ready.revents != 0 {
+                var error: Int32 = 0
+                var length = socklen_t(MemoryLayout<Int32>.size)
+                getsockopt(ready.fd, SOL_SOCKET, SO_ERROR, &error, &length)
+                outcomes[pending[index].host] = error
+                Glibc.close(ready.fd)
+                pending.remove(at: index)
+            }
+        }
+        for (host, fd) in pending {
+            outcomes[host] = ETIMEDOUT
+            Glibc.close(fd)
+        }
+        return outcomes
+    }
+
     /// Connects to a Unix stream socket.
     public static func connect(unixPath path: String) throws(SystemError) -> StreamConnection {
         let fd = try systemCall("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }

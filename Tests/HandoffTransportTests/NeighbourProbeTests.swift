@@ -40,3 +40,23 @@ import Testing
         #expect(NeighbourProbe.format([169, 254, 0, 1]) == "169.254.0.1")
     }
 }
+
+/// Loopback only: every address is tried at once, and each says how it ended.
+@Suite struct ConnectOutcomesTests {
+    @Test func eachAddressSaysHowItsAttemptEnded() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: UInt32(0x7f00_0001).bigEndian),
+                                  sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        listen(listener, 4)
+        let port = UInt16(bigEndian: address.sin_port)
+        // 127.0.0.1 listens; ::1 does not (a reset); the third is no address at all.
+        let outcomes = StreamConnection.connectOutcomes(hosts: ["127.0.0.1", "::1", "laptop-a"], port: port, timeoutMillis: 2000)
+        #expect(outcomes["127.0.0.1"] == 0)
+        #expect(outcomes["::1"] == ECONNREFUSED)
+        #expect(outcomes["laptop-a"] == EINVAL)
+    }
+}
