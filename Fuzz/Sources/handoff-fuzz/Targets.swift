@@ -35,6 +35,8 @@ enum Targets {
         // Bluetooth: HCI events, H4 streams, advertising data.
         "hci-event": hciEvent,
         "h4": h4,
+        // The kernel's route netlink replies the conditions read (a silent peer's neighbour entry).
+        "route-netlink": routeNetlink,
         // handoff-peer's command line.
         "command-line": commandLine,
         // The session's publishers: the browser extension's messages, the recently-used list, documents.conf.
@@ -247,6 +249,17 @@ enum Targets {
         }
         if let beacon = Beacon(advertisingData: bytes) {
             check(beacon.token.count == Beacon.tokenBytes, "a beacon's token has its fixed size")
+        }
+    }
+
+    static func routeNetlink(_ bytes: [UInt8]) {
+        guard let messages = try? RouteNetlink.messages(in: bytes) else { return }
+        for message in messages {
+            _ = RouteNetlink.route(message)
+            _ = RouteNetlink.errorNumber(message)
+            if let neighbour = RouteNetlink.neighbour(message) {
+                check(neighbour.address.count == 4 || neighbour.address.count == 16, "a neighbour's address is IPv4 or IPv6")
+            }
         }
     }
 
