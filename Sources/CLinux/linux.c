@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
 
 #define HANDOFF_SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 
@@ -103,4 +105,14 @@ int handoff_set_thread_name(const char *name) {
 
 int handoff_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
+}
+
+long long handoff_tcp_bytes_received(int fd) {
+    struct tcp_info info;
+    socklen_t length = sizeof info;
+    memset(&info, 0, sizeof info);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return -1;
+    /* Kernels before 4.1 fill less of the structure: the field is then absent. */
+    if (length < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received) return -1;
+    return (long long)info.tcpi_bytes_received;
 }

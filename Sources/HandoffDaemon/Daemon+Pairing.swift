@@ -202,6 +202,9 @@ extension Daemon {
         pairing.waiting.removeAll()
     }
 
+    /// Connections a pairing initiator makes when each is reset before its handshake ends (0.2 s, 0.4 s, ... apart).
+    static let pairingConnectAttempts = 8
+
     /// `pair`: connects to a device that has pairing open and returns the code to compare.
     func startPairing(reference: String?, address: String?) async -> Result<PairingState.Offer, HandoffError> {
         let target: (hosts: [String], port: UInt16, name: String, key: DeviceKey?)
@@ -213,8 +216,19 @@ extension Daemon {
         let (identity, timeout) = (identity, configuration.transferTimeoutMillis)
         log.info("pairing with \(target.name)")
         return await pair(named: target.name, expecting: target.key) { () throws(HandoffError) -> SecureChannel in
-            try Daemon.connect(hosts: target.hosts, port: target.port, peerName: target.name, identity: identity,
-                               purpose: .pair, secrets: nil, timeoutMillis: timeout)
+            // A device pairing is a stranger to the responder until the dialog ends: its connection
+            // shares the overall rate for unknown addresses (Docs/SECURITY.md) with anyone else on
+            // the link, and may be reset before the handshake. Asking again is what a person would do.
+            var attempt = 0
+            while true {
+                do throws(HandoffError) {
+                    return try Daemon.connect(hosts: target.hosts, port: target.port, peerName: target.name, identity: identity,
+                                              purpose: .pair, secrets: nil, timeoutMillis: timeout)
+                } catch where error.code == .connectionLost && attempt < Self.pairingConnectAttempts - 1 {
+                    attempt += 1
+                    usleep(UInt32(200_000 * attempt))
+                }
+            }
         }
     }
 

@@ -378,6 +378,11 @@ public final class StreamConnection: Sendable {
     }
 
     public func markProven() { proven.store(true, ordering: .releasing) }
+
+    /// The other end has sent nothing at all yet (the kernel's count, whoever read the bytes):
+    /// a listener that must evict evicts these first, so a stranger's idle connections give way
+    /// before a device in the middle of its handshake.
+    var hasSentNothing: Bool { handoff_tcp_bytes_received(fd) == 0 }
     public var isProven: Bool { proven.load(ordering: .acquiring) }
 
     /// Ends the connection for every thread that uses it: blocked reads and

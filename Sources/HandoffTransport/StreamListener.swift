@@ -202,8 +202,11 @@ public final class StreamListener: Sendable {
             let fromSource = active.bySource[source, default: 0]
             guard fromSource < limits.perSource else { return nil }
             if active.total >= limits.total {
+                // The oldest that has sent nothing (an idle stranger), else the oldest unproven one.
+                func evictable(_ entry: (UInt64, StreamConnection)) -> Bool { !entry.1.isProven && !entry.1.isClosed }
                 guard limits.evictsUnproven, active.total < 2 * limits.total,
-                      let oldest = active.served.firstIndex(where: { !$0.connection.isProven && !$0.connection.isClosed }) else { return nil }
+                      let oldest = active.served.firstIndex(where: { evictable($0) && $0.connection.hasSentNothing })
+                          ?? active.served.firstIndex(where: evictable) else { return nil }
                 active.served[oldest].connection.close()
                 evicted.add(1, ordering: .relaxed)
             }

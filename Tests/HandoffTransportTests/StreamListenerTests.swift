@@ -84,6 +84,51 @@ import Testing
         for stranger in strangers { stranger.close() }
     }
 
+    /// Attack regression (round two, 1, 256 addresses): a device in the middle of its handshake
+    /// (it has sent bytes, not yet proven) was evicted as the oldest unproven connection, and
+    /// pairing failed while strangers held the slots. Idle connections go first.
+    @Test func aFullPoolEvictsConnectionsThatSentNothingBeforeOneMidHandshake() throws {
+        let listener = try StreamListener.tcp(port: 0)
+        listener.run(name: "test", limits: ConnectionLimits(total: 3, perSource: 64, evictsUnproven: true)) { connection in
+            // Reads a byte and waits for the next: a handshake under way. Answers it, then holds on.
+            guard (try? connection.read(exactly: 1)) != nil, let next = try? connection.read(exactly: 1) else { return }
+            try? connection.write(next)
+            _ = try? connection.read(exactly: 1)
+        }
+        defer { listener.stop() }
+        let address = try SocketAddress(host: "127.0.0.1", port: listener.port)
+        func connect() throws -> StreamConnection {
+            let client = try StreamConnection.connect(to: address, timeoutMillis: 2_000)
+            try client.setTimeout(millis: 2_000)
+            return client
+        }
+        func waitFor(_ condition: () -> Bool) {
+            let deadline = monotonicMillis() + 2_000
+            while !condition(), monotonicMillis() < deadline { usleep(2_000) }
+        }
+        // The oldest connection is a device that has begun its handshake; two strangers say nothing.
+        let device = try connect()
+        try device.write([0x48])
+        waitFor { listener.counters.active == 1 }
+        var strangers: [StreamConnection] = []
+        for _ in 0..<2 {
+            strangers.append(try connect())
+            waitFor { listener.counters.active == strangers.count + 1 }
+        }
+        // Each new stranger evicts a stranger, never the device, though it is the oldest.
+        for _ in 0..<4 {
+            strangers.append(try connect())
+            usleep(20_000)
+        }
+        waitFor { listener.counters.evictedUnproven >= 2 }
+        #expect(listener.counters.evictedUnproven >= 2)
+        try device.write([0x49])
+        #expect(try device.read(exactly: 1) == [0x49])  // still served: not evicted
+        #expect((try? strangers[0].read(exactly: 1)) == nil) // evicted: end of stream
+        device.close()
+        for stranger in strangers { stranger.close() }
+    }
+
     @Test func aFinishedConnectionFreesItsSlot() throws {
         let listener = try StreamListener.tcp(port: 0)
         listener.run(name: "test", limits: ConnectionLimits(total: 1, perSource: 1)) { connection in

@@ -39,4 +39,8 @@ int handoff_pipe_cloexec(int fds[2]);
    changes (RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR); -1 and errno. */
 int handoff_netlink_route_changes(void);
 
+/* Bytes the kernel received on a TCP socket so far (TCP_INFO's tcpi_bytes_received), -1 when
+   it cannot say: whether a connection has sent anything, whoever read it. */
+long long handoff_tcp_bytes_received(int fd);
+
 #endif
