@@ -5,7 +5,7 @@ public enum EventName: String, CaseIterable, Sendable {
     case peerAppeared, peerLeft, summaryReceived, summaryWithdrawn, declined
     case willContinue, continued, failed, progress, transferWaiting, transferResumed
     case payloadServed, activityEnded, paired, near, enabled, disabled
-    case pairable, pairingCode, pairingEnded
+    case pairable, pairingCode, pairingEnded, unpaired
 }
 
 /// `pairingCode`: a pairing dialog's code is known, on either side (`role`: "initiator" when this
@@ -103,6 +103,8 @@ public enum Event: Equatable, Sendable {
     case pairingCode(PairingCodeEvent)
     /// A pairing dialog ended without pairing (declined on either side, timed out, failed); `paired` says the other outcome.
     case pairingEnded(session: Int64, peer: String, name: String, error: HandoffError)
+    /// This host no longer trusts the device (`untrust`).
+    case unpaired(peer: String, name: String)
     /// The peer's beacon became fresh and strong enough.
     case near(peer: String)
     case enabled, disabled
@@ -126,6 +128,7 @@ public enum Event: Equatable, Sendable {
         case .pairable: .pairable
         case .pairingCode: .pairingCode
         case .pairingEnded: .pairingEnded
+        case .unpaired: .unpaired
         case .near: .near
         case .enabled: .enabled
         case .disabled: .disabled
@@ -149,7 +152,7 @@ public enum Event: Equatable, Sendable {
         case let .peerAppeared(peer, _), let .peerLeft(peer), let .summaryReceived(peer, _), let .summaryWithdrawn(peer),
              let .declined(peer, _), let .willContinue(_, peer, _, _), let .failed(_, peer, _, _, _), let .transferResumed(_, peer, _),
              let .payloadServed(peer, _, _), let .paired(peer, _), let .near(peer), let .pairable(peer, _),
-             let .pairingEnded(_, peer, _, _):
+             let .pairingEnded(_, peer, _, _), let .unpaired(peer, _):
             peer
         case let .pairingCode(event): event.peer
         case let .continued(event): event.peer
@@ -168,7 +171,7 @@ public enum Event: Equatable, Sendable {
     public var json: JSONValue {
         var fields: [String: JSONValue] = ["event": .string(name.rawValue)]
         switch self {
-        case let .peerAppeared(peer, name), let .paired(peer, name), let .pairable(peer, name):
+        case let .peerAppeared(peer, name), let .paired(peer, name), let .pairable(peer, name), let .unpaired(peer, name):
             fields["peer"] = .string(peer)
             fields["name"] = .string(name)
         case let .pairingCode(event): return Self.named(.pairingCode, event.json)
@@ -253,6 +256,7 @@ public enum Event: Equatable, Sendable {
         case .activityEnded: self = .activityEnded(type: try fields.string("type"), reason: try fields.string("reason"))
         case .paired: self = .paired(peer: try fields.string("peer"), name: try fields.string("name"))
         case .pairable: self = .pairable(peer: try fields.string("peer"), name: try fields.string("name"))
+        case .unpaired: self = .unpaired(peer: try fields.string("peer"), name: try fields.string("name"))
         case .pairingCode: self = .pairingCode(try PairingCodeEvent(fields: fields))
         case .pairingEnded:
             self = .pairingEnded(session: try fields.integer("session"), peer: try fields.string("peer"), name: try fields.string("name"),

@@ -377,6 +377,7 @@ extension Daemon {
         emit(peers.remove(entry.key))
         trustChanged()
         log.info("no longer trusting \(Ed25519.deviceID(of: entry.key))")
+        broadcast(.unpaired(peer: Ed25519.deviceID(of: entry.key).description, name: entry.name))
         return UntrustResult(untrusted: Ed25519.deviceID(of: entry.key).description)
     }
 

@@ -174,6 +174,7 @@ public final class NotificationAgent: @unchecked Sendable {
             case let .pairingCode(code): execute(pairingBook.code(session: code.session, peer: code.peer, name: code.name, code: code.code))
             case let .pairingEnded(session, peer, name, error): execute(pairingBook.ended(session: session, peer: peer, name: name, error: error))
             case let .paired(peer, name): execute(pairingBook.paired(peer: peer, name: name))
+            case let .unpaired(peer, name): execute(pairingBook.unpaired(peer: peer, name: name))
             default: break
             }
         case let .pairFailed(peer, name, error):
@@ -321,7 +322,7 @@ public final class NotificationAgent: @unchecked Sendable {
     }
 
     /// Events the pairing notifications follow.
-    static let pairingEvents: Set<EventName> = [.pairable, .pairingCode, .pairingEnded, .paired]
+    static let pairingEvents: Set<EventName> = [.pairable, .pairingCode, .pairingEnded, .paired, .unpaired]
 
     /// Events that can change what `list` shows.
     static let relevantEvents: Set<EventName> = [.peerAppeared, .peerLeft, .summaryReceived, .summaryWithdrawn, .declined,

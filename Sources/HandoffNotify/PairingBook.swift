@@ -75,6 +75,11 @@ public struct PairingBook: Sendable {
         return commands
     }
 
+    /// This host stopped trusting the device (`untrust`, here or from another program).
+    public mutating func unpaired(peer: String, name: String) -> [Command] {
+        show(outcome: Notice(unpaired: name, peer: peer, markup: markup), key: "outcome:" + peer)
+    }
+
     /// A dialog ended without pairing: its notification says why.
     public mutating func ended(session: Int64, peer: String, name: String, error: HandoffError) -> [Command] {
         guard entries["session:\(session)"] != nil else { return [] }
@@ -175,6 +180,13 @@ extension Notice {
     public init(paired name: String, peer: String, markup: Bool) {
         summary = "Paired with \(Self.clean(name))"
         body = Self.bodyText("\(name) (\(peer)) and this laptop can now continue each other's activities.", markup: markup)
+        actions = []
+        expireMillis = 5_000
+    }
+
+    public init(unpaired name: String, peer: String, markup: Bool) {
+        summary = "No longer paired with \(Self.clean(name))"
+        body = Self.bodyText("This laptop no longer trusts \(name) (\(peer)): neither can continue the other's activities until you pair again.", markup: markup)
         actions = []
         expireMillis = 5_000
     }

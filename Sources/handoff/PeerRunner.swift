@@ -485,7 +485,7 @@ struct Runner {
             "\(safe(progress.type))  " + ProgressDisplay.bar(bytes: progress.bytes, total: progress.total, bytesPerSecond: progress.bytesPerSecond)
         case let .transferWaiting(waiting): "waiting for \(safe(waiting.name)): \(safe(waiting.reason))"
         case let .transferResumed(_, _, fromByte): "resumed at \(ProgressDisplay.mebibytes(fromByte)) MiB"
-        case let .pairable(_, name): safe(name)
+        case let .pairable(_, name), let .unpaired(_, name): safe(name)
         case let .pairingCode(code): "\(safe(code.name))  \(code.role)  session \(code.session)"
         case let .pairingEnded(session, _, name, error): "\(safe(name))  session \(session)  \(error.code.rawValue)"
         case .peerAppeared, .peerLeft, .summaryWithdrawn, .paired, .near, .enabled, .disabled: ""

@@ -45,6 +45,13 @@ import Testing
         #expect(done.summary == "Paired with laptop-a")
     }
 
+    @Test func unpairingIsToldBriefly() {
+        var book = PairingBook()
+        guard case let .notify(_, notice, 0)? = book.unpaired(peer: "K7QM", name: "laptop-a").first else { Issue.record("not shown"); return }
+        #expect(notice.summary == "No longer paired with laptop-a")
+        #expect(notice.actions.isEmpty && notice.expireMillis == 5_000)
+    }
+
     @Test func strangersCannotFillTheScreen() {
         var book = PairingBook()
         let shown = (0..<10).flatMap { book.pairable(peer: "P\($0)", name: "x\($0)") }

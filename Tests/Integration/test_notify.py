@@ -375,7 +375,9 @@ class Notify(unittest.TestCase):
         self.publish("Rust atomics, chapter 12")
         self.shown_with("chapter 12")
         peer("laptop-b", "untrust", peer_json("laptop-a", "id")["deviceId"])
-        wait_until("the notification to go", lambda: self.displayed() == 0)
+        # Unpairing is told (issue 25), for 5 s; the offer's notification goes.
+        self.shown_with("No longer paired with laptop-a")
+        wait_until("the notifications to go", lambda: self.displayed() == 0, timeout=15)
         lab("pair-all", "laptop-a", "laptop-b")
         wait_until("b to list a again", lambda: offer_of("laptop-b", "laptop-a"), timeout=15)
 
