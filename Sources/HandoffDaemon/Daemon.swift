@@ -11,12 +11,26 @@ import HandoffTransport
 /// activity, the peer table and the clients.subscribers. Socket threads and discovery
 /// callbacks hop onto this actor; blocking I/O runs on threads of its own.
 public actor Daemon {
-    let configuration: DaemonConfiguration
-    let log: Log
-    let identity: Identity
-    let deviceID: DeviceID
-    let verifier = Ed25519()
-    let stateDirectory: StateDirectory
+    /// What is set once, in `init`, and never changes: read from any thread.
+    struct Fixed: Sendable {
+        let configuration: DaemonConfiguration
+        let log: Log
+        let identity: Identity
+        let deviceID: DeviceID
+        let verifier = Ed25519()
+        let stateDirectory: StateDirectory
+        let startedAtMillis = monotonicMillis()
+    }
+
+    let fixed: Fixed
+    nonisolated var configuration: DaemonConfiguration { fixed.configuration }
+    nonisolated var log: Log { fixed.log }
+    nonisolated var identity: Identity { fixed.identity }
+    nonisolated var deviceID: DeviceID { fixed.deviceID }
+    nonisolated var verifier: Ed25519 { fixed.verifier }
+    nonisolated var stateDirectory: StateDirectory { fixed.stateDirectory }
+    nonisolated var startedAtMillis: UInt64 { fixed.startedAtMillis }
+
     var trust: TrustStore
     var settings: Settings
     var peers: PeerTable
@@ -35,7 +49,6 @@ public actor Daemon {
     var sources = EventSources()
     /// The transfer port and the one decision of what it serves (TransferServer).
     var server = TransferServer()
-    let startedAtMillis = monotonicMillis()
 
     /// The activity on the air. Streams waiting for one no longer current are told when it changes.
     var published: PublishedActivity? {
@@ -49,13 +62,11 @@ public actor Daemon {
     /// Loads (or creates) the identity and trust store. Fails, changing nothing,
     /// if either file is corrupt.
     public init(configuration: DaemonConfiguration) throws(HandoffError) {
-        self.configuration = configuration
-        log = Log(level: configuration.logLevel)
-        stateDirectory = StateDirectory(path: configuration.stateDirectory)
+        let log = Log(level: configuration.logLevel)
+        let stateDirectory = StateDirectory(path: configuration.stateDirectory)
         try stateDirectory.prepare()
         let (identity, created) = try stateDirectory.loadOrCreateIdentity()
-        self.identity = identity
-        deviceID = identity.deviceID
+        fixed = Fixed(configuration: configuration, log: log, identity: identity, deviceID: identity.deviceID, stateDirectory: stateDirectory)
         trust = try TrustStore.load(from: stateDirectory)
         settings = try Settings.load(from: stateDirectory)
         peers = PeerTable(ownKey: identity.publicKey, fingerprint: Ed25519.deviceID(of:))
@@ -72,7 +83,7 @@ public actor Daemon {
             try start.save(to: stateDirectory)
             offering.replaySaved(start)
         }
-        if created { log.info("created a new identity, device id \(deviceID)") }
+        if created { log.info("created a new identity, device id \(identity.deviceID)") }
     }
 
     // MARK: - Lifecycle
