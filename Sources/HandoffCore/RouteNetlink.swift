@@ -42,6 +42,9 @@ public enum RouteNetlink {
         public var address: [UInt8]
         /// Centiseconds (USER_HZ) since its link layer last confirmed it; nil when the kernel did not say.
         public var confirmedCentisecondsAgo: UInt32?
+        /// Its link-layer address is known: it answered at least once (an entry still being
+        /// resolved for the first time has none, and a confirmation time the kernel made up).
+        public var hasLinkAddress = false
     }
 
     // MARK: Requests
@@ -108,16 +111,18 @@ public enum RouteNetlink {
         let p = message.payload
         var address: [UInt8]?
         var confirmed: UInt32?
+        var linkAddress = false
         for (type, value) in attributes(p, from: 12) {
             switch type {
             case 1 where value.count == 4 || value.count == 16: address = value   // NDA_DST
+            case 2 where !value.isEmpty: linkAddress = true                       // NDA_LLADDR
             case 3 where value.count >= 4: confirmed = readNative32(value, 0)     // NDA_CACHEINFO.ndm_confirmed
             default: break
             }
         }
         guard let address else { return nil }
         return Neighbour(family: p[0], interface: readNative32(p, 4), state: NeighbourState(bits: readNative16(p, 8)),
-                         address: address, confirmedCentisecondsAgo: confirmed)
+                         address: address, confirmedCentisecondsAgo: confirmed, hasLinkAddress: linkAddress)
     }
 
     // MARK: Bytes

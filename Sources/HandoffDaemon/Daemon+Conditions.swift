@@ -109,8 +109,11 @@ extension Daemon {
         let (hosts, port) = probeTarget(key, nowMillis: e.nowMillis)
         let identity = identity
         let secrets = pairSecrets(for: key)
+        // Its link layer answering later than its next announcement was due means the link is up
+        // while Handoff's traffic is not: an answer the kernel confirmed since then counts as now.
+        let answeredAfter = e.peer?.lastAnnouncementMillis.map { $0 &+ max((e.peer?.ttlMillis ?? 0) / 3, 1_000) }
         let probed = await onThread(name: "condition probe") {
-            Daemon.probe(hosts: hosts, port: port, expecting: key, identity: identity, secrets: secrets)
+            Daemon.probe(hosts: hosts, port: port, expecting: key, identity: identity, secrets: secrets, answeredAfterMillis: answeredAfter)
         }
         e.peer?.portProbe = probed.port
         e.peer?.handshake = probed.handshake
@@ -128,13 +131,14 @@ extension Daemon {
     static let linkVerdictMillis = 9_500
 
     nonisolated static func probe(hosts: [String], port: UInt16, expecting key: DeviceKey, identity: Identity,
-                                  secrets: PairSecrets?) -> Probed {
+                                  secrets: PairSecrets?, answeredAfterMillis: UInt64? = nil) -> Probed {
         let started = monotonicMillis()
         let portProbe = probeTransferPort(hosts: hosts, port: port)
         switch portProbe {
         case .dropped, .unreachable:
             // No connection at all: ask the kernel what the link says of its addresses.
             return Probed(port: portProbe, layer3: NeighbourProbe.examine(hosts: hosts, port: port, startedMillis: started,
+                                                                           answeredAfterWallMillis: answeredAfterMillis,
                                                                            waitMillis: linkVerdictMillis))
         case .refused:
             return Probed(port: portProbe)

@@ -11,8 +11,10 @@ import HandoffCore
 /// is awaited up to `waitMillis`.
 public enum NeighbourProbe {
     /// `startedMillis`: when probing this peer began (monotonic), so answers to the port
-    /// probe's own connection attempts count.
-    public static func examine(hosts: [String], port: UInt16, startedMillis: UInt64, waitMillis: Int) -> ConditionEvidence.Layer3? {
+    /// probe's own connection attempts count. `answeredAfterWallMillis`: an answer the kernel
+    /// confirmed after this (wall clock) counts too, however long before the probe.
+    public static func examine(hosts: [String], port: UInt16, startedMillis: UInt64, answeredAfterWallMillis: UInt64? = nil,
+                               waitMillis: Int) -> ConditionEvidence.Layer3? {
         guard let netlink = RouteSocket() else { return nil }
         var noRoute: String?
         var onLink: [Target] = []
@@ -42,11 +44,13 @@ public enum NeighbourProbe {
                 for entry in netlink.neighbours(family: family) {
                     guard let target = onLink.first(where: { $0.matches(entry) }) else { continue }
                     switch entry.state {
-                    case .answered:
-                        // Confirmed since the probe began (in centiseconds).
-                        if let ago = entry.confirmedCentisecondsAgo, UInt64(ago) * 10 <= asked { return .answers(host: target.host) }
+                    case .answered, .asking:
+                        // Confirmed since the probe began, or since the peer's silence began (centiseconds ago).
+                        guard entry.hasLinkAddress, let ago = entry.confirmedCentisecondsAgo.map({ UInt64($0) * 10 }) else { break }
+                        if entry.state == .answered && ago <= asked { return .answers(host: target.host) }
+                        if let after = answeredAfterWallMillis, wallClockMillis() &- ago > after { return .answers(host: target.host) }
                     case .silent: silent.insert(target.host)
-                    case .asking, .none: break
+                    case .none: break
                     }
                 }
             }
