@@ -6,6 +6,19 @@ import Testing
 @testable import HandoffTransport
 
 @Suite struct StreamListenerTests {
+    /// A client of the test's listener, its reads bounded so a failure cannot hang the suite.
+    static func client(to address: SocketAddress) throws -> StreamConnection {
+        let client = try StreamConnection.connect(to: address, timeoutMillis: 2_000)
+        try client.setTimeout(millis: 2_000)
+        return client
+    }
+
+    /// Polls `condition` for up to 2 s (the listener's threads run on their own).
+    func waitFor(_ condition: () -> Bool) {
+        let deadline = monotonicMillis() + 2_000
+        while !condition(), monotonicMillis() < deadline { usleep(2_000) }
+    }
+
     /// Finding 6: 2,000 trickled connections took 2,012 threads. Connections over
     /// the per-source limit are closed at once and counted; those within it are served.
     @Test func connectionsOverThePerSourceLimitAreClosedAndCounted() throws {
@@ -51,15 +64,7 @@ import Testing
         }
         defer { listener.stop() }
         let address = try SocketAddress(host: "127.0.0.1", port: listener.port)
-        func connect() throws -> StreamConnection {
-            let client = try StreamConnection.connect(to: address, timeoutMillis: 2_000)
-            try client.setTimeout(millis: 2_000)
-            return client
-        }
-        func waitFor(_ condition: () -> Bool) {
-            let deadline = monotonicMillis() + 2_000
-            while !condition(), monotonicMillis() < deadline { usleep(2_000) }
-        }
+        func connect() throws -> StreamConnection { try Self.client(to: address) }
         // Four strangers fill the pool and say nothing.
         var strangers: [StreamConnection] = []
         for _ in 0..<4 {
@@ -97,15 +102,7 @@ import Testing
         }
         defer { listener.stop() }
         let address = try SocketAddress(host: "127.0.0.1", port: listener.port)
-        func connect() throws -> StreamConnection {
-            let client = try StreamConnection.connect(to: address, timeoutMillis: 2_000)
-            try client.setTimeout(millis: 2_000)
-            return client
-        }
-        func waitFor(_ condition: () -> Bool) {
-            let deadline = monotonicMillis() + 2_000
-            while !condition(), monotonicMillis() < deadline { usleep(2_000) }
-        }
+        func connect() throws -> StreamConnection { try Self.client(to: address) }
         // The oldest connection is a device that has begun its handshake; two strangers say nothing.
         let device = try connect()
         try device.write([0x48])
