@@ -181,6 +181,36 @@ public final class BusConnection {
         adopt(slot)
     }
 
+    /// Answers `call` (a method call to an exported object) with values written by `body`.
+    public func reply(to call: OpaquePointer, _ body: (inout MessageWriter) throws(BusError) -> Void = { _ throws(BusError) in }) throws(BusError) {
+        var message: OpaquePointer?
+        let result = sd_bus_message_new_method_return(call, &message)
+        guard result >= 0, let message else { throw BusError(call: "new method return", errno: -result) }
+        defer { sd_bus_message_unref(message) }
+        var writer = MessageWriter(message: message)
+        try body(&writer)
+        let sent = sd_bus_send(bus, message, nil)
+        guard sent >= 0 else { throw BusError(call: "send method return", errno: -sent) }
+    }
+
+    /// Answers `call` with the D-Bus error `name` (such as org.freedesktop.DBus.Error.InvalidArgs).
+    public func replyError(to call: OpaquePointer, name: String, message: String) {
+        _ = handoff_bus_reply_error(call, name, message)
+    }
+
+    /// Emits a signal from an exported object.
+    public func emitSignal(path: String, interface: String, member: String,
+                           _ body: (inout MessageWriter) throws(BusError) -> Void = { _ throws(BusError) in }) throws(BusError) {
+        var message: OpaquePointer?
+        let result = sd_bus_message_new_signal(bus, &message, path, interface, member)
+        guard result >= 0, let message else { throw BusError(call: "new signal \(interface).\(member)", errno: -result) }
+        defer { sd_bus_message_unref(message) }
+        var writer = MessageWriter(message: message)
+        try body(&writer)
+        let sent = sd_bus_send(bus, message, nil)
+        guard sent >= 0 else { throw BusError(call: "send \(interface).\(member)", errno: -sent) }
+    }
+
     /// Answers GetManagedObjects at `path` with the objects exported below it (BlueZ reads monitors this way).
     public func addObjectManager(path: String) throws(BusError) {
         var slot: OpaquePointer?

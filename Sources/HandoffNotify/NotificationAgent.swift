@@ -10,7 +10,8 @@ import HandoffTransport
 
 /// The session agent: follows handoffd's events, shows each paired device's
 /// offer as a desktop notification (org.freedesktop.Notifications on the
-/// session bus) and turns Continue / Not now into `accept` / `decline`.
+/// session bus) and in a panel item (`PanelItem`), and turns Continue / Not now
+/// into `accept` / `decline`.
 ///
 /// Threads: the caller of `run` owns the session-bus connection and the
 /// `NotificationBook` (sd-bus is not thread-safe; one owner, one poll loop).
@@ -19,7 +20,7 @@ import HandoffTransport
 /// its own, as it may wait for an app to start. They hand results to the bus
 /// thread through `post`: a locked inbox and an eventfd that wakes its poll.
 public final class NotificationAgent: @unchecked Sendable {
-    // @unchecked Sendable: `book`, `bus`, `serverOwner` and `refreshAtMillis` are used on the
+    // @unchecked Sendable: `book`, `panel`, `bus`, `serverOwner`, `accepting` and `refreshAtMillis` are used on the
     // bus thread only (`signalSources` is set before it runs); other threads touch only `inbox`, `wakeFD` and `requests`.
     enum Message: Sendable {
         case offers([OfferNotice])
@@ -47,16 +48,23 @@ public final class NotificationAgent: @unchecked Sendable {
     private let inbox = Locked<[Message]>([])
     private let wakeFD: Int32
     private let requests = RequestQueue()
+    private let settings: NotifySettings
     private var book = NotificationBook()
     private var pairingBook = PairingBook()
+    private var panel: PanelMenu
+    private var panelItem: PanelItem?
+    /// Devices whose offer an accept runs for: the notification and the panel continue it once between them.
+    private var accepting: Set<String> = []
     private var bus: BusConnection?
     private var serverOwner: String?
     private var refreshAtMillis: UInt64?
     private var signalSources: [any DispatchSourceSignal] = []
 
-    public init(socketPath: String?, log: @escaping @Sendable (String) -> Void) throws(HandoffError) {
+    public init(socketPath: String?, settings: NotifySettings = NotifySettings(), log: @escaping @Sendable (String) -> Void) throws(HandoffError) {
         self.socketPath = socketPath
+        self.settings = settings
         self.log = log
+        panel = PanelMenu(enabled: settings.panel)
         wakeFD = handoff_eventfd()
         guard wakeFD >= 0 else {
             throw HandoffError(.internal, "Cannot create an eventfd: \(String(cString: strerror(errno))).", fix: "Check the process's descriptor limit.")
@@ -101,6 +109,14 @@ public final class NotificationAgent: @unchecked Sendable {
                                fix: "Run handoff-notify in a desktop session (it finds the bus through DBUS_SESSION_BUS_ADDRESS or $XDG_RUNTIME_DIR/bus).")
         }
         self.bus = bus
+        if settings.panel {
+            do throws(BusError) {
+                panelItem = try PanelItem(bus: bus, log: log, menu: { [unowned self] in panel },
+                                          clicked: { [unowned self] id in execute(panel.clicked(id: id)) })
+            } catch {
+                log("no panel item: \(error)")
+            }
+        }
         // Asking for the capabilities starts a server that is D-Bus activated, as the first notification would.
         book.capabilities = capabilities(bus)
         pairingBook.markup = book.capabilities.bodyMarkup
@@ -111,7 +127,8 @@ public final class NotificationAgent: @unchecked Sendable {
         loop(bus)
         // Nothing can answer these once the agent is gone.
         for id in book.shownIDs + pairingBook.shownIDs { close(id) }
-        self.bus = nil // flushes the CloseNotification calls and closes the connection
+        panelItem = nil // it holds the connection too
+        self.bus = nil // flushes the CloseNotification calls and closes the connection; the item's name goes with it
         requests.add(.stop)
     }
 
@@ -156,19 +173,24 @@ public final class NotificationAgent: @unchecked Sendable {
     private func handle(_ message: Message) {
         switch message {
         case let .offers(offers):
-            execute(book.update(offers: offers))
-            if book.showsOffers {
-                let expiry = book.soonestExpiryMillis.map { UInt64(max(0, $0)) + 250 } ?? Self.refreshMillis
+            if settings.notifications { execute(book.update(offers: offers)) }
+            execute(panel.update(offers: offers))
+            if book.showsOffers || panel.shown {
+                let soonest = [book.soonestExpiryMillis, offers.map(\.remainingMillis).min()].compactMap { $0 }.min()
+                let expiry = soonest.map { UInt64(max(0, $0)) + 250 } ?? Self.refreshMillis
                 refreshAtMillis = monotonicMillis() + min(Self.refreshMillis, expiry)
             } else {
                 refreshAtMillis = nil
             }
         case let .acceptFinished(peer, error):
             if let error { log("continuing failed: \(error.code.rawValue)") }
+            accepting.remove(peer)
             execute(book.acceptFinished(peer: peer, error: error))
+            execute(panel.acceptFinished(peer: peer, error: error))
         case let .declineFinished(peer):
             execute(book.declineFinished(peer: peer))
         case let .pairing(event):
+            guard settings.notifications else { return }
             switch event {
             case let .pairable(peer, name): execute(pairingBook.pairable(peer: peer, name: name))
             case let .pairingCode(code): execute(pairingBook.code(session: code.session, peer: code.peer, name: code.name, code: code.code))
@@ -218,8 +240,23 @@ public final class NotificationAgent: @unchecked Sendable {
             switch command {
             case let .notify(peer, notice, replaces): notify(.offer(peer: peer), notice: notice, replaces: replaces)
             case let .close(id): close(id)
-            case let .accept(offer): accept(offer)
+            case let .accept(offer):
+                execute(panel.acceptStarted(offer))
+                accept(offer)
             case let .decline(offer): requests.add(.decline(offer))
+            }
+        }
+    }
+
+    private func execute(_ commands: [PanelMenu.Command]) {
+        for command in commands {
+            switch command {
+            case .show: panelItem?.show()
+            case .hide: panelItem?.hide()
+            case let .layoutChanged(revision): panelItem?.changed(revision: revision)
+            case let .accept(offer):
+                book.continuedElsewhere(offer)
+                accept(offer)
             }
         }
     }
@@ -414,6 +451,7 @@ public final class NotificationAgent: @unchecked Sendable {
     /// The same request as `handoff-peer accept` (with `--app` when an app is to continue it:
     /// never a silent fallback to the terminal, which nobody watches here).
     private func accept(_ offer: OfferNotice) {
+        guard accepting.insert(offer.peer).inserted else { return }
         Threads.start("handoffd-accept") { [self] in
             var failure: HandoffError?
             do throws(HandoffError) {

@@ -84,6 +84,13 @@ public struct NotificationBook: Sendable {
         }
     }
 
+    /// The panel item continues `offer`: its notification waits for the outcome as if Continue was
+    /// chosen here (it goes on success, shows the failure otherwise).
+    public mutating func continuedElsewhere(_ offer: OfferNotice) {
+        guard let entry = entries[offer.peer], entry.phase == .offered, entry.offer.sequence == offer.sequence else { return }
+        entries[offer.peer]?.phase = .continuing
+    }
+
     /// NotificationClosed: dismissed, expired by the server, or closed by us.
     public mutating func closed(id: UInt32) {
         guard let (peer, entry) = entries.first(where: { $0.value.id == id }) else { return }

@@ -9,15 +9,16 @@ import Testing
     }
 
     @Test func onOffAndComments() throws {
-        #expect(try NotifySettings.notificationsEnabled(in: "", path: "f"))
-        #expect(try !NotifySettings.notificationsEnabled(in: "# quiet\nnotifications = off\n", path: "f"))
-        #expect(try NotifySettings.notificationsEnabled(in: "notifications=on # again", path: "f"))
-        #expect(try !NotifySettings.notificationsEnabled(in: "  notifications  =  No\n\n", path: "f"))
+        #expect(try NotifySettings.parse("", path: "f") == NotifySettings(notifications: true, panel: true))
+        #expect(try NotifySettings.parse("# quiet\nnotifications = off\n", path: "f") == NotifySettings(notifications: false, panel: true))
+        #expect(try NotifySettings.parse("notifications=on # again", path: "f") == NotifySettings(notifications: true, panel: true))
+        #expect(try NotifySettings.parse("  notifications  =  No\n\n", path: "f") == NotifySettings(notifications: false, panel: true))
+        #expect(try NotifySettings.parse("panel = off\nnotifications = yes", path: "f") == NotifySettings(notifications: true, panel: false))
     }
 
     @Test func anythingElseIsReported() {
-        for text in ["notification = off", "notifications = maybe", "notifications", "= off"] {
-            #expect(throws: HandoffError.self) { try NotifySettings.notificationsEnabled(in: text, path: "f") }
+        for text in ["notification = off", "notifications = maybe", "notifications", "= off", "panel = hidden", "tray = off"] {
+            #expect(throws: HandoffError.self) { try NotifySettings.parse(text, path: "f") }
         }
     }
 }

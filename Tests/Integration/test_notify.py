@@ -29,7 +29,9 @@ BIN = os.environ.get("HANDOFF_BIN", os.path.join(REPO, ".build", "debug"))
 OUTPUT = os.environ.get("HANDOFF_TEST_OUTPUT", os.path.join(REPO, ".build", "test-output"))
 READER_TYPE = "org.example.handoff-reader.document"
 # Debian packages of the notification stack; Scripts/setup lists them too.
-PACKAGES = {"dunst": "dunst", "Xvfb": "xvfb", "import": "imagemagick", "dbus-daemon": "dbus"}
+PACKAGES = {"dunst": "dunst", "Xvfb": "xvfb", "import": "imagemagick", "dbus-daemon": "dbus",
+            "status-notifier-watcher": "haskell-status-notifier-item-utils", "gtk-sni-tray-standalone": "haskell-gtk-sni-tray-utils",
+            "xdotool": "xdotool"}
 
 
 
@@ -359,17 +361,28 @@ class Notify(unittest.TestCase):
         self.assertLess(median, 2000)
 
     def test_8_switched_off_by_flag_or_setting(self):
-        result = subprocess.run([os.path.join(BIN, "handoff-notify"), "--no-notifications"], capture_output=True, text=True, timeout=10,
+        result = subprocess.run([os.path.join(BIN, "handoff-notify"), "--no-notifications", "--no-panel"], capture_output=True, text=True, timeout=10,
                                 env=dict(self.env, XDG_CONFIG_HOME=os.path.join(self.tmp, "config")))
         self.assertEqual(result.returncode, 0)
-        self.assertIn("notifications are off (--no-notifications)", result.stderr)
+        self.assertIn("notifications and the panel item are off (--no-notifications --no-panel)", result.stderr)
         os.makedirs(os.path.join(self.tmp, "off", "handoff"), exist_ok=True)
         with open(os.path.join(self.tmp, "off", "handoff", "notify.conf"), "w") as f:
-            f.write("# switched off\nnotifications = off\n")
+            f.write("# switched off\nnotifications = off\npanel = off\n")
         result = subprocess.run([os.path.join(BIN, "handoff-notify")], capture_output=True, text=True, timeout=10,
                                 env=dict(self.env, XDG_CONFIG_HOME=os.path.join(self.tmp, "off")))
         self.assertEqual(result.returncode, 0)
-        self.assertIn("notifications are off", result.stderr)
+        self.assertIn("notifications and the panel item are off", result.stderr)
+        # Notifications off alone: the agent stays for the panel item.
+        with open(os.path.join(self.tmp, "off", "handoff", "notify.conf"), "w") as f:
+            f.write("notifications = off\n")
+        process = subprocess.Popen([os.path.join(BIN, "handoff-notify"), "--socket", os.path.join(self.tmp, "no-such.sock")],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(self.env, XDG_CONFIG_HOME=os.path.join(self.tmp, "off")))
+        try:
+            time.sleep(1.5)
+            self.assertIsNone(process.poll(), "the agent exited with only its notifications off")
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
 
     def test_8b_untrusting_the_device_withdraws_its_notification(self):
         self.publish("Rust atomics, chapter 12")
@@ -425,6 +438,108 @@ class Notify(unittest.TestCase):
             peer("laptop-c", "untrust", b_id, check=False)
             stop_pid(agent_c_pid)
             self.dunstctl("close-all")
+
+    def test_8a_nearby_offers_in_the_panel(self):
+        """Issue 25: the panel item. Until now no StatusNotifierWatcher ran on this session bus, and
+        every test above passed without one. Now a real one starts (Debian's status-notifier-watcher)
+        with a real panel (gtk-sni-tray-standalone, whose menus libdbusmenu-gtk draws): the item
+        appears when a's offer arrives, its menu names the offer, Continue chosen in the panel's menu
+        continues it once, and the item goes when the offer is withdrawn."""
+        watcher = self.start_for_test(["status-notifier-watcher"], "watcher.log")
+        wait_until("the watcher on the session bus", lambda: self.registered_items() == [])
+        # At the bottom: dunst shows its notifications at the top right.
+        tray = self.start_for_test(["gtk-sni-tray-standalone", "--bottom", "--end", "--size", "28"], "tray.log")
+        try:
+            time.sleep(1)
+            self.assertEqual(self.registered_items(), [], "an item while nothing is offered")
+            self.publish("Rust atomics, chapter 15")
+            self.shown_with("chapter 15")
+            item = wait_until("the item to register", lambda: next(iter(self.registered_items()), None), timeout=10)
+            self.assertRegex(item, r"^org\.kde\.StatusNotifierItem-\d+-\d+")
+            name = item.split("/")[0]
+            self.assertEqual(self.item_property(name, "Menu"), "/MenuBar")
+            self.assertEqual(self.item_property(name, "ItemIsMenu"), True)
+            self.assertEqual(self.item_property(name, "Status"), "Active")
+            self.assertEqual(self.item_property(name, "Title"), "Handoff")
+            self.assertEqual(self.item_property(name, "ToolTip")[3], "laptop-a offers something to continue")
+            rows = self.menu_rows(name)
+            offer_row = next(r for r in rows if "chapter 15" in r[1])
+            self.assertEqual(offer_row[1], f"\u201cRust atomics, chapter 15\u201d from laptop-a (in {self.reader_app})")
+            self.assertTrue(offer_row[2], rows)
+
+            # The person clicks the item in the panel and chooses the offer in its menu.
+            served = self.served()
+            continued = self.read(self.reader_log).count("continue ")
+            self.xdotool("mousemove", "466", "206", "click", "1")
+            time.sleep(1.5)
+            subprocess.run(["import", "-display", self.display, "-window", "root", os.path.join(self.output, "panel-menu.png")],
+                           check=True, capture_output=True)
+            self.xdotool("key", "Down", "Return")
+            wait_until("b's reader to continue", lambda: self.read(self.reader_log).count("continue ") == continued + 1, timeout=15)
+            # A host repeating the click (the row's id is still the offer's): still once.
+            self.menu_event(name, offer_row[0], check=False)
+            wait_until("a to serve the payload", lambda: self.served() >= served + 1)
+            time.sleep(1.5)
+            self.assertEqual(self.read(self.reader_log).count("continue "), continued + 1, "the panel continued more than once")
+            self.assertEqual(self.served(), served + 1)
+            # Continued, the offer leaves the panel, and its notification goes too (once, from either place).
+            wait_until("the item to go once its only offer is continued", lambda: self.registered_items() == [], timeout=10)
+            wait_until("the notification to go", lambda: self.displayed() == 0)
+
+            # A newer offer brings the item back; withdrawn, it goes.
+            self.publish("Rust atomics, chapter 16")
+            item = wait_until("the item to register again", lambda: next(iter(self.registered_items()), None), timeout=10)
+            self.assertIn("chapter 16", " ".join(r[1] for r in self.menu_rows(item.split("/")[0])))
+            peer("laptop-a", "resign")
+            wait_until("the item to go when the offer is withdrawn", lambda: self.registered_items() == [], timeout=10)
+            # Its name went with it: nothing of it is left on the bus for a panel to find.
+            self.assertFalse([n for n in self.bus_names() if n.startswith("org.kde.StatusNotifierItem")])
+        finally:
+            stop_pid(tray)
+            stop_pid(watcher)
+
+    def start_for_test(self, argv, log):
+        with open(os.path.join(self.tmp, log), "w") as out:
+            process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=self.env, stdin=subprocess.DEVNULL)
+        self.pids.append(process.pid)
+        self.popens.append(process)
+        return process.pid
+
+    def busctl(self, *args, check=True):
+        result = subprocess.run(["busctl", f"--address={self.bus_address}", "--json=short", *args], capture_output=True, text=True, timeout=10)
+        if check and result.returncode != 0:
+            raise AssertionError(f"busctl {' '.join(args)}: {result.stderr}")
+        return json.loads(result.stdout)["data"] if result.returncode == 0 and result.stdout.strip() else None
+
+    def registered_items(self):
+        """What the panel's watcher lists (None while no watcher answers)."""
+        result = subprocess.run(["busctl", f"--address={self.bus_address}", "--json=short", "get-property", "org.kde.StatusNotifierWatcher",
+                                 "/StatusNotifierWatcher", "org.kde.StatusNotifierWatcher", "RegisteredStatusNotifierItems"],
+                                capture_output=True, text=True, timeout=10)
+        return json.loads(result.stdout)["data"] if result.returncode == 0 else None
+
+    def bus_names(self):
+        return self.busctl("call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ListNames")[0]
+
+    def item_property(self, name, prop):
+        return self.busctl("get-property", name, "/StatusNotifierItem", "org.kde.StatusNotifierItem", prop)
+
+    def menu_rows(self, name):
+        """The menu as a panel reads it (GetLayout from the root, every property): (id, label, enabled)."""
+        revision, (root, props, children) = self.busctl("call", name, "/MenuBar", "com.canonical.dbusmenu", "GetLayout", "iias", "--", "0", "-1", "0")
+        self.assertEqual(props["children-display"]["data"], "submenu")
+        rows = []
+        for child in children:
+            cid, cprops, _ = child["data"]
+            label = cprops.get("label", {}).get("data", "").replace("__", "_")
+            rows.append((cid, label, cprops.get("enabled", {}).get("data", True)))
+        return rows
+
+    def menu_event(self, name, row, check=True):
+        self.busctl("call", name, "/MenuBar", "com.canonical.dbusmenu", "Event", "isvu", str(row), "clicked", "i", "0", "0", check=check)
+
+    def xdotool(self, *args):
+        subprocess.run(["xdotool", *args], env=self.env, check=True, capture_output=True, timeout=10)
 
     def choose_and_wait(self, key, notification):
         """Chooses, and waits until dunst has run its menu (one menu at a time)."""
