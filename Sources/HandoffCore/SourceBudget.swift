@@ -17,16 +17,12 @@ public struct SourceBudget: Sendable {
         }
     }
 
-    struct Bucket {
-        var tokens: Double
-        var updatedMillis: UInt64
-    }
 
     public let perSource: Rate
     public let overall: Rate
     public let maximumSources: Int
-    private var buckets: [String: Bucket] = [:]
-    private var shared: Bucket?
+    private var buckets: [String: TokenBucket] = [:]
+    private var shared: TokenBucket?
 
     public init(perSource: Rate, overall: Rate, maximumSources: Int) {
         self.perSource = perSource
@@ -41,10 +37,10 @@ public struct SourceBudget: Sendable {
     /// `countingOverall` false: the source's own budget only (a known paired device, whose
     /// way in a stranger must not be able to spend).
     public mutating func allow(_ source: String, nowMillis: UInt64, countingOverall: Bool = true) -> Bool {
-        var own = buckets[source] ?? Bucket(tokens: perSource.burst, updatedMillis: nowMillis)
-        var all = shared ?? Bucket(tokens: overall.burst, updatedMillis: nowMillis)
-        Self.refill(&own, rate: perSource, nowMillis: nowMillis)
-        Self.refill(&all, rate: overall, nowMillis: nowMillis)
+        var own = buckets[source] ?? TokenBucket(rate: perSource, nowMillis: nowMillis)
+        var all = shared ?? TokenBucket(rate: overall, nowMillis: nowMillis)
+        own.refill(nowMillis: nowMillis)
+        all.refill(nowMillis: nowMillis)
         let allowed = own.tokens >= 1 && (!countingOverall || all.tokens >= 1)
         if allowed {
             own.tokens -= 1
@@ -59,10 +55,33 @@ public struct SourceBudget: Sendable {
         return allowed
     }
 
-    private static func refill(_ bucket: inout Bucket, rate: Rate, nowMillis: UInt64) {
+}
+
+/// One token bucket: `rate.perSecond` tokens a second, at most `rate.burst` held. Pure: the caller passes the time.
+public struct TokenBucket: Sendable {
+    public let rate: SourceBudget.Rate
+    var tokens: Double
+    var updatedMillis: UInt64
+
+    /// Starts full.
+    public init(rate: SourceBudget.Rate, nowMillis: UInt64) {
+        self.rate = rate
+        tokens = rate.burst
+        updatedMillis = nowMillis
+    }
+
+    /// Takes one token; false (and nothing taken) when the bucket is empty.
+    public mutating func take(nowMillis: UInt64) -> Bool {
+        refill(nowMillis: nowMillis)
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+
+    mutating func refill(nowMillis: UInt64) {
         // A clock that steps back adds nothing rather than underflowing.
-        let elapsed = nowMillis > bucket.updatedMillis ? Double(nowMillis - bucket.updatedMillis) / 1000 : 0
-        bucket.tokens = min(rate.burst, bucket.tokens + elapsed * rate.perSecond)
-        bucket.updatedMillis = max(bucket.updatedMillis, nowMillis)
+        let elapsed = nowMillis > updatedMillis ? Double(nowMillis - updatedMillis) / 1000 : 0
+        tokens = min(rate.burst, tokens + elapsed * rate.perSecond)
+        updatedMillis = max(updatedMillis, nowMillis)
     }
 }

@@ -331,7 +331,8 @@ extension Daemon {
         func listener(_ listener: StreamListener?) -> JSONValue {
             guard let counters = listener?.counters else { return .null }
             return ["active": .integer(Int64(counters.active)), "refusedOverLimit": .integer(Int64(counters.refusedOverLimit)),
-                    "acceptFailures": .integer(Int64(counters.acceptFailures)), "evictedUnproven": .integer(Int64(counters.evictedUnproven))]
+                    "acceptFailures": .integer(Int64(counters.acceptFailures)), "evictedUnproven": .integer(Int64(counters.evictedUnproven)),
+                    "handshakesRefused": .integer(Int64(counters.handshakesRefused))]
         }
         return ["discovery": sources.inbox?.counters.json ?? .null,
                 "transferConnections": listener(server.listener), "localConnections": listener(sources.localAPI)]

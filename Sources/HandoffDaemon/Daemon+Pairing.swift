@@ -216,9 +216,9 @@ extension Daemon {
         let (identity, timeout) = (identity, configuration.transferTimeoutMillis)
         log.info("pairing with \(target.name)")
         return await pair(named: target.name, expecting: target.key) { () throws(HandoffError) -> SecureChannel in
-            // A device pairing is a stranger to the responder until the dialog ends: its connection
-            // shares the overall rate for unknown addresses (Docs/SECURITY.md) with anyone else on
-            // the link, and may be reset before the handshake. Asking again is what a person would do.
+            // A device pairing is a stranger to the responder until the dialog ends: its hello
+            // shares the handshake rate for unknown addresses (Docs/SECURITY.md) with anyone else on
+            // the link, and may be closed unanswered. Asking again is what a person would do.
             var attempt = 0
             while true {
                 do throws(HandoffError) {

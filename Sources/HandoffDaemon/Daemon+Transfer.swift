@@ -10,13 +10,20 @@ import HandoffTransport
 extension Daemon {
     // MARK: - Sender
 
-    /// Runs on the connection's own thread.
-    nonisolated func serve(_ connection: StreamConnection) {
+    /// Runs on the connection's own thread. `listener` holds the handshake rate (none without it).
+    nonisolated func serve(_ connection: StreamConnection, listener: StreamListener? = nil) {
         defer { connection.close() }
         try? connection.setTimeout(millis: configuration.transferTimeoutMillis)
         do throws(HandoffError) {
             let source = StreamListener.sourceKey(connection.remoteHost ?? connection.remote)
-            let channel = try SecureChannel.accept(connection, identity: identity) { hello in decide(hello, from: source) }
+            let channel = try SecureChannel.accept(connection, identity: identity) { hello in
+                let decision = decide(hello, from: source)
+                // An answer costs key agreement and a signature: within the handshake rate for
+                // addresses no paired device is heard from. Over it, the connection is closed
+                // unanswered, as a reset one is, and the client asks again.
+                if case .answer = decision, let listener, !listener.allowHandshake(from: source) { return .drop }
+                return decision
+            }
             connection.setDeadline(millisFromNow: nil)
             // A paired device (or the one pairing now, which our user opened): never evicted for a stranger.
             connection.markProven()

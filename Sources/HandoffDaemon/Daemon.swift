@@ -92,9 +92,10 @@ public actor Daemon {
     /// few (a fetch, a doctor probe, a retry). Unauthenticated connections count too.
     /// An address a paired device is heard from gets 20 a second (accepts, doctor's
     /// probes and streams in a row from a person at the other laptop); any other 5.
+    /// Every other address together gets 50 handshakes answered a second.
     static let transferConnectionLimits = ConnectionLimits(total: 32, perSource: 4,
                                                            perSourceRate: .init(perSecond: 5, burst: 10),
-                                                           overallRate: .init(perSecond: 50, burst: 50),
+                                                           handshakeRate: .init(perSecond: 50, burst: 50),
                                                            preferredSourceRate: .init(perSecond: 20, burst: 40), evictsUnproven: true)
     /// Apps, the CLI and subscribers of this user; bounded so descriptors never run out.
     static let localConnectionLimits = ConnectionLimits(total: 128, perSource: 128)
@@ -139,7 +140,7 @@ public actor Daemon {
         transfer.run(name: "transfer", limits: Self.transferConnectionLimits) { [self] connection in
             // The handshake must finish within this, however slowly bytes trickle in.
             connection.setDeadline(millisFromNow: Self.handshakeDeadlineMillis)
-            serve(connection)
+            serve(connection, listener: transfer)
         }
         try startLocalAPI()
         if let watcher = DesktopFileWatcher(directories: AppDeclarations.applicationDirectories(), log: log) {

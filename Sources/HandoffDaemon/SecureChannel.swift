@@ -28,6 +28,8 @@ final class SecureChannel: FrameChannel {
         case answer(psk: [UInt8], expectedClient: DeviceKey?)
         /// Say no in the clear, naming nothing: the client proved nothing yet.
         case refuse(TransferFrame.Refusal)
+        /// Close unanswered: too many handshakes right now (the client asks again).
+        case drop
     }
 
     /// Runs the client side of the handshake on a connected socket; a fetch needs the pair's secrets.
@@ -89,6 +91,9 @@ final class SecureChannel: FrameChannel {
             throw HandoffError(refusal.code, "refused before the handshake: \(refusal.message)", fix: "None needed here.")
         case let .answer(psk, expectedClient):
             try plain.send(.serverHello(try server.answer(hello, psk: psk, expectedClient: expectedClient)))
+        case .drop:
+            throw HandoffError(.connectionLost, "closed before the handshake: too many handshakes from unknown addresses right now",
+                               fix: "None needed here; the other device asks again.")
         }
         guard case let .clientAuth(auth) = try plain.receive() else {
             throw HandoffError(.payloadInvalid, "The peer did not authenticate.", fix: "Make sure both hosts run the same handoff version.")

@@ -12,24 +12,27 @@ public struct ConnectionLimits: Sendable {
     public var total: Int
     /// Connections from one source address at once (TCP; Unix clients are one source).
     public var perSource: Int
-    /// New connections per second, per source and overall: each one can cost a
-    /// handshake (key agreement and a signature) before anything is proven.
+    /// New connections per second from one source.
     public var perSourceRate: SourceBudget.Rate?
-    public var overallRate: SourceBudget.Rate?
+    /// Handshakes answered per second for every source but the preferred ones together: each
+    /// costs key agreement and a signature before anything is proven. Charged when a hello asks
+    /// for one (`allowHandshake`), not when a connection arrives, so a stranger's connections
+    /// that send nothing spend none of it and cannot keep out a device that has something to say.
+    public var handshakeRate: SourceBudget.Rate?
     /// The per-source rate for addresses paired devices were last heard from (`setPreferredSources`),
-    /// which are also exempt from the overall rate; nil: the same as `perSourceRate`.
+    /// which are also exempt from the handshake rate; nil: the same as `perSourceRate`.
     public var preferredSourceRate: SourceBudget.Rate?
     /// When `total` is reached, a new connection evicts the oldest one that has not proven who
     /// it is (`StreamConnection.markProven`) instead of being refused: strangers holding every
     /// slot with idle connections until their handshake deadline cannot keep a paired device out.
     public var evictsUnproven: Bool
 
-    public init(total: Int, perSource: Int, perSourceRate: SourceBudget.Rate? = nil, overallRate: SourceBudget.Rate? = nil,
+    public init(total: Int, perSource: Int, perSourceRate: SourceBudget.Rate? = nil, handshakeRate: SourceBudget.Rate? = nil,
                 preferredSourceRate: SourceBudget.Rate? = nil, evictsUnproven: Bool = false) {
         self.total = total
         self.perSource = perSource
         self.perSourceRate = perSourceRate
-        self.overallRate = overallRate
+        self.handshakeRate = handshakeRate
         self.preferredSourceRate = preferredSourceRate
         self.evictsUnproven = evictsUnproven
     }
@@ -62,9 +65,22 @@ public final class StreamListener: Sendable {
     }
     /// Connections closed to make room for a newer one (they had not proven who they are).
     private let evicted = Atomic<Int>(0)
-    /// Addresses paired devices were last heard from: exempt from the overall rate, so a
+    /// Addresses paired devices were last heard from: exempt from the handshake rate, so a
     /// stranger spending it cannot keep them out (their own per-source rate still holds).
     private let preferred = Locked<Set<String>>([])
+    /// The handshake rate's bucket, from `run`'s limits; nil: no such rate.
+    private let handshakes = Locked<TokenBucket?>(nil)
+    /// Handshakes not answered for want of the handshake rate.
+    private let handshakesRefused = Atomic<Int>(0)
+
+    /// Whether a hello from `source` may be answered now (a key agreement and a signature):
+    /// always for a preferred source, else within the handshake rate. Callable from any thread.
+    public func allowHandshake(from source: String) -> Bool {
+        if preferred.withLock({ $0.contains(Self.sourceKey(source)) }) { return true }
+        let allowed = handshakes.withLock { bucket in bucket == nil ? true : bucket!.take(nowMillis: monotonicMillis()) }
+        if !allowed { handshakesRefused.add(1, ordering: .relaxed) }
+        return allowed
+    }
 
     public func setPreferredSources(_ hosts: Set<String>) {
         let normalized = Set(hosts.map(Self.sourceKey))
@@ -82,11 +98,13 @@ public final class StreamListener: Sendable {
         public var refusedOverLimit: Int
         public var acceptFailures: Int
         public var evictedUnproven: Int
+        public var handshakesRefused: Int
     }
 
     public var counters: Counters {
         Counters(active: active.withLock { $0.total }, refusedOverLimit: refused.load(ordering: .relaxed),
-                 acceptFailures: acceptFailures.load(ordering: .relaxed), evictedUnproven: evicted.load(ordering: .relaxed))
+                 acceptFailures: acceptFailures.load(ordering: .relaxed), evictedUnproven: evicted.load(ordering: .relaxed),
+                 handshakesRefused: handshakesRefused.load(ordering: .relaxed))
     }
 
     private init(fd: Int32, port: UInt16) {
@@ -157,6 +175,7 @@ public final class StreamListener: Sendable {
     /// thread wakes up unless a client connects.
     public func run(name: String, limits: ConnectionLimits, handler: @escaping @Sendable (StreamConnection) -> Void) {
         running.store(true, ordering: .releasing)
+        handshakes.withLock { $0 = limits.handshakeRate.map { TokenBucket(rate: $0, nowMillis: monotonicMillis()) } }
         Threads.start(name) { [self] in
             defer { Glibc.close(fd) }
             while !stopped.load(ordering: .acquiring) {
@@ -211,19 +230,18 @@ public final class StreamListener: Sendable {
                 evicted.add(1, ordering: .relaxed)
             }
             if let perSource = limits.perSourceRate {
-                let overall = limits.overallRate ?? .init(perSecond: 1e9, burst: 1e9)
-                if active.rate == nil {
-                    active.rate = SourceBudget(perSource: perSource, overall: overall, maximumSources: 1_024)
-                }
+                // Per source only: the costly part, the handshake, has its own overall rate (`allowHandshake`).
+                let unlimited = SourceBudget.Rate(perSecond: 1e9, burst: 1e9)
                 if preferred.withLock({ $0.contains(source) }) {
-                    // A paired device's address: its own, higher rate, and none of the overall one.
+                    // A paired device's address: its own, higher rate.
                     if active.preferredRate == nil {
-                        active.preferredRate = SourceBudget(perSource: limits.preferredSourceRate ?? perSource, overall: overall,
+                        active.preferredRate = SourceBudget(perSource: limits.preferredSourceRate ?? perSource, overall: unlimited,
                                                             maximumSources: 64)
                     }
                     guard active.preferredRate!.allow(source, nowMillis: monotonicMillis(), countingOverall: false) else { return nil }
                 } else {
-                    guard active.rate!.allow(source, nowMillis: monotonicMillis(), countingOverall: true) else { return nil }
+                    if active.rate == nil { active.rate = SourceBudget(perSource: perSource, overall: unlimited, maximumSources: 1_024) }
+                    guard active.rate!.allow(source, nowMillis: monotonicMillis(), countingOverall: false) else { return nil }
                 }
             }
             active.total += 1

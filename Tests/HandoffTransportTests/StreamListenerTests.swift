@@ -182,6 +182,80 @@ import Testing
         #expect(listener.counters.refusedOverLimit == 3)
     }
 
+    /// A connection to 127.0.0.1:`port` from the loopback address `source` (any of 127/8), sending nothing.
+    static func connection(from source: String, to port: UInt16) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(fd >= 0)
+        func address(_ host: String, _ port: UInt16) -> sockaddr_in {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            inet_pton(AF_INET, host, &address.sin_addr)
+            return address
+        }
+        var local = address(source, 0)
+        var remote = address("127.0.0.1", port)
+        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let connected = withUnsafePointer(to: &remote) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        #expect(bound == 0 && connected == 0)
+        return fd
+    }
+
+    /// Round two, 1, pairing while a stranger holds the slots: silent connections from many
+    /// addresses, far faster than the handshake rate, spend none of it (it is charged when a
+    /// hello asks for a handshake), so a device that says hello is answered. Hellos beyond the
+    /// rate are not. With the rate charged at accept (before), the device's connection was closed.
+    @Test func silentConnectionsFromManyAddressesDoNotSpendTheHandshakeRate() throws {
+        let listener = try StreamListener.tcp(port: 0)
+        let answered = Atomic<Int>(0)
+        let limits = ConnectionLimits(total: 8, perSource: 4, perSourceRate: .init(perSecond: 5, burst: 10),
+                                      handshakeRate: .init(perSecond: 0.001, burst: 3), evictsUnproven: true)
+        listener.run(name: "test", limits: limits) { connection in
+            // The daemon's order: the hello first, then the handshake's cost.
+            guard (try? connection.read(exactly: 1)) != nil,
+                  listener.allowHandshake(from: connection.remoteHost ?? "") else { return }
+            answered.add(1, ordering: .relaxed)
+            try? connection.write([7])
+            _ = try? connection.read(exactly: 1)
+        }
+        defer { listener.stop() }
+        // The stranger: 120 silent connections from 60 addresses, as fast as they go.
+        var strangers: [Int32] = []
+        defer { strangers.forEach { _ = Glibc.close($0) } }
+        for index in 0..<120 { strangers.append(try Self.connection(from: "127.0.0.\(2 + index % 60)", to: listener.port)) }
+        // Each took a slot from an older one, or was closed while the evicted ones ended.
+        func turnedAway() -> Int { listener.counters.evictedUnproven + listener.counters.refusedOverLimit }
+        waitFor { turnedAway() >= 100 }
+        // Devices that say hello: the first three (the burst) are answered, the fourth is not.
+        let address = try SocketAddress(host: "127.0.0.1", port: listener.port)
+        var replies: [[UInt8]?] = []
+        var devices: [StreamConnection] = []
+        for _ in 0..<4 {
+            let device = try Self.client(to: address)
+            try device.write([0x48])
+            replies.append(try? device.read(exactly: 1))
+            devices.append(device)
+        }
+        #expect(replies == [[7], [7], [7], nil])
+        #expect(answered.load(ordering: .relaxed) == 3)
+        #expect(listener.counters.handshakesRefused == 1)
+        #expect(turnedAway() >= 100)
+        devices.forEach { $0.close() }
+    }
+
+    /// A paired device's address is never held to the handshake rate.
+    @Test func aPreferredSourceIsNotHeldToTheHandshakeRate() throws {
+        let listener = try StreamListener.tcp(port: 0)
+        listener.run(name: "test", limits: ConnectionLimits(total: 4, perSource: 4, handshakeRate: .init(perSecond: 0.001, burst: 1))) { _ in }
+        defer { listener.stop() }
+        #expect(listener.allowHandshake(from: "10.0.0.9"))
+        #expect(!listener.allowHandshake(from: "10.0.0.9"))
+        listener.setPreferredSources(["10.0.0.9"])
+        #expect((0..<10).allSatisfy { _ in listener.allowHandshake(from: "::ffff:10.0.0.9") })
+        #expect(!listener.allowHandshake(from: "10.0.0.10"))
+        #expect(listener.counters.handshakesRefused == 2)
+    }
+
     /// stop() wakes the accepting thread, which closes the socket: the port can be bound again.
     @Test func stopReleasesThePort() throws {
         let listener = try StreamListener.tcp(port: 0)

@@ -121,9 +121,10 @@ def trickle(host, port, count, seconds):
     return {"opened": opened, "stillOpen": still_open}
 
 
-def hold(host, port, sources, seconds, per_source=4):
+def hold(host, port, sources, seconds, rate="80", per_source=4):
     """Idle connections (nothing sent) from many source addresses, reopened as the daemon
-    closes them (handshake deadline or eviction): the round-two review's slot exhaustion."""
+    closes them (handshake deadline or eviction), at most `rate` new ones a second: the
+    round-two review's slot exhaustion."""
     addresses = sources.split(",")
     held = {address: [] for address in addresses}
     opened = 0
@@ -155,7 +156,7 @@ def hold(host, port, sources, seconds, per_source=4):
                 except OSError:
                     sock.close()
                     break
-                time.sleep(1 / 80)
+                time.sleep(1 / float(rate))
             held[address] = alive
         time.sleep(max(0.0, 0.05 - (time.monotonic() - started)))
     for sockets in held.values():
