@@ -670,6 +670,66 @@ printf '[Desktop Entry]\\nType=Application\\nName=Env dump\\nExec={script}\\nX-H
         with open(self.manager_log, errors="replace") as handle:
             self.assertNotIn("thread priority", handle.read())
 
+    def test_3b_installing_starts_it_and_the_agents_for_a_logged_in_user(self):
+        """Issue 25, item 2: after `apt install` nothing ran until the user logged out and in. The
+        package's postinst now runs Packaging/session (installed as /usr/libexec/handoff/session) for
+        every user whose manager runs: handoffd and, in a graphical session (its display imported into
+        the manager, as test_3 did), the agents. prerm stops them all. Run here against the real user
+        manager, with the programs Scripts/install put in /usr/local/bin."""
+        from harness import wait_until
+        session = ["env", "HANDOFF_BINDIR=/usr/local/bin", os.path.join(REPO, "Packaging", "session")]
+        bus = subprocess.Popen(self.in_desktop("setpriv", f"--reuid={UID}", f"--regid={UID}", "--init-groups", "dbus-daemon", "--session",
+                                               "--nofork", f"--address=unix:path={RUNTIME}/bus"),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def agents(name):
+            return self.as_root("pgrep", "-u", str(UID), "-f", f"^([^ ]*/)?{name}( |$)", check=False).stdout.split()
+
+        def follows():
+            with open(self.manager_log, errors="replace") as handle:
+                handle.seek(self.log_start)
+                return handle.read().count("handoff-notify: following handoffd")
+        try:
+            wait_until("the session bus", lambda: self.as_user("test", "-S", f"{RUNTIME}/bus", check=False).returncode == 0)
+            self.as_user("systemctl", "--user", "stop", "handoffd.service")
+            started = self.as_root(*session, "start").stdout
+            self.assertIn(f"handoff: handoffd started for {USER}", started)
+            self.assertIn(f"handoff: handoff-notify started for {USER}", started)
+            self.assertIn(f"handoff: handoff-documents started for {USER}", started)
+            self.assertEqual(self.as_user("systemctl", "--user", "is-active", "handoffd.service", check=False).stdout.strip(), "active")
+            wait_until("the notification agent to follow handoffd", lambda: follows() == 1, timeout=15)
+            self.assertEqual(len(agents("handoff-notify")), 1)
+            self.assertEqual(len(agents("handoff-documents")), 1)
+            # Again (a second install): nothing more starts.
+            again = self.as_root(*session, "start").stdout
+            self.assertNotIn("started for", again.replace(f"handoffd started for {USER}", ""))
+            # The session's autostart at the next login finds the agent running: the second copy leaves.
+            late = self.as_user("handoff-notify", check=False)
+            self.assertEqual(late.returncode, 0)
+            self.assertIn("another handoff-notify runs for this user", late.stderr)
+            self.assertEqual(len(agents("handoff-notify")), 1)
+            # An upgrade restarts them on the new program.
+            old = agents("handoff-notify")
+            restarted = self.as_root(*session, "restart").stdout
+            self.assertIn(f"handoff: handoffd restarted for {USER}", restarted)
+            wait_until("one new agent", lambda: (now := agents("handoff-notify")) and len(now) == 1 and now != old, timeout=10)
+            # Removal stops everything, however it was started.
+            self.as_root(*session, "stop")
+            self.assertEqual(self.as_user("systemctl", "--user", "is-active", "handoffd.service", check=False).stdout.strip(), "inactive")
+            wait_until("the agents to stop", lambda: not agents("handoff-notify") and not agents("handoff-documents"), timeout=10)
+            # A user who hid the agent in their autostart does not get it.
+            self.as_user("sh", "-c", f"mkdir -p {HOME}/.config/autostart && printf '[Desktop Entry]\\nHidden=true\\n' "
+                                     f"> {HOME}/.config/autostart/handoff-notify.desktop")
+            hidden = self.as_root(*session, "start").stdout
+            self.assertNotIn("handoff-notify started", hidden)
+            self.assertIn("handoff-documents started", hidden)
+        finally:
+            self.as_root(*session, "stop", check=False)
+            self.as_user("rm", "-f", f"{HOME}/.config/autostart/handoff-notify.desktop", check=False)
+            self.as_user("systemctl", "--user", "start", "handoffd.service", check=False)
+            bus.terminate()
+            bus.wait(timeout=10)
+
     def test_4_uninstall_stops_and_removes_it_and_keeps_the_state(self):
         result = self.as_root(UNINSTALL)
         self.assertIn(f"uninstall: stopping and disabling handoffd.service of {USER}", result.stdout)

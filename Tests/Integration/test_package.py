@@ -33,6 +33,7 @@ COMMANDS = subprocess.run([os.path.join(REPO, "Scripts", "commands")], capture_o
 # Every file the package ships, with its mode (Scripts/package --help, Docs/INSTALL.md "Package").
 FILES = {
     "/usr/libexec/handoff/handoff": 0o755,
+    "/usr/libexec/handoff/session": 0o755,
     "/usr/lib/systemd/user/handoffd.service": 0o644,
     "/etc/default/handoffd": 0o644,
     "/etc/ufw/applications.d/handoff": 0o644,
