@@ -87,6 +87,9 @@ async function refresh() {
   const [tab] = await api.tabs.query({ active: true, windowId: window.id });
   // Private tabs and anything but http(s) pages are never offered.
   if (!tab || tab.incognito || !isWeb(tab.url)) return resign();
+  // Still loading, with the stand-in title the browser makes from the address: wait for the
+  // page's own title (its title or "complete" update schedules this again).
+  if (tab.status === "loading" && (!tab.title || tab.url.includes(tab.title))) return;
   const { scrollX, scrollY } = await scrollOf(tab.id);
   post({ type: "current", url: tab.url, title: tab.title ?? "", scrollX, scrollY });
   offering = true;

@@ -117,11 +117,15 @@ public final class NotificationAgent: @unchecked Sendable {
                 log("no panel item: \(error)")
             }
         }
-        // Asking for the capabilities starts a server that is D-Bus activated, as the first notification would.
-        book.capabilities = capabilities(bus)
-        pairingBook.markup = book.capabilities.bodyMarkup
-        serverOwner = nameOwner(bus)
-        log("notification server \(serverOwner ?? "not running yet"): actions \(book.capabilities.actions ? "yes" : "no"), body markup \(book.capabilities.bodyMarkup ? "yes" : "no")")
+        if settings.notifications {
+            // Asking for the capabilities starts a server that is D-Bus activated, as the first notification would.
+            book.capabilities = capabilities(bus)
+            pairingBook.markup = book.capabilities.bodyMarkup
+            serverOwner = nameOwner(bus)
+            log("notification server \(serverOwner ?? "not running yet"): actions \(book.capabilities.actions ? "yes" : "no"), body markup \(book.capabilities.bodyMarkup ? "yes" : "no")")
+        } else {
+            log("notifications are off: the panel item only")
+        }
         startEventsThread()
         startRequestsThread()
         loop(bus)
@@ -154,9 +158,10 @@ public final class NotificationAgent: @unchecked Sendable {
                 refreshAtMillis = nil
                 requests.add(.refresh)
             }
+            panelItem?.tick(nowMillis: monotonicMillis())
             var timeout = bus.timeoutMillis ?? -1
-            if let at = refreshAtMillis {
-                let left = Int(at - min(at, monotonicMillis()))
+            for deadline in [refreshAtMillis, panelItem?.retryAtMillis].compactMap({ $0 }) {
+                let left = Int(deadline - min(deadline, monotonicMillis()))
                 timeout = timeout < 0 ? left : min(timeout, left)
             }
             var fds = [pollfd(fd: bus.fileDescriptor, events: bus.events, revents: 0),
@@ -225,6 +230,7 @@ public final class NotificationAgent: @unchecked Sendable {
     }
 
     private func ownerChanged(_ owner: String?) {
+        guard settings.notifications else { return }
         let previous = serverOwner
         serverOwner = owner
         guard let owner, owner != previous, let bus else { return }

@@ -28,6 +28,12 @@ final class PanelItem {
     private var generation = 0
     private var wanted = false
     private var watcherOwner: String?
+    /// When to ask the watcher again: a watcher that has just taken its name may not have
+    /// exported its object yet (Debian's status-notifier-watcher answers UnknownObject then).
+    private(set) var retryAtMillis: UInt64?
+    private var retriesLeft = 0
+    static let retryMillis: UInt64 = 500
+    static let retries = 10
 
     init(bus: BusConnection, log: @escaping (String) -> Void, menu: @escaping () -> PanelMenu,
          clicked: @escaping (Int32) -> Void) throws(BusError) {
@@ -75,6 +81,7 @@ final class PanelItem {
     func hide() {
         guard wanted else { return }
         wanted = false
+        retryAtMillis = nil
         generation += 1
         if let name = serviceName { release(name) }
         serviceName = nil
@@ -89,20 +96,44 @@ final class PanelItem {
         emit(Self.itemPath, Self.itemInterface, "NewToolTip")
     }
 
+    /// The agent's loop calls this when `retryAtMillis` has come.
+    func tick(nowMillis: UInt64) {
+        guard let at = retryAtMillis, nowMillis >= at else { return }
+        retryAtMillis = nil
+        register(retrying: true)
+    }
+
     private func watcherChanged(_ owner: String?) {
         let previous = watcherOwner
         watcherOwner = owner
+        retryAtMillis = nil
         // A panel that starts (or restarts) after the item knows nothing of it yet.
         if let owner, owner != previous, serviceName != nil { register() }
     }
 
-    private func register() {
-        guard watcherOwner != nil, let name = serviceName else { return }
+    private func register(retrying: Bool = false) {
+        guard let owner = watcherOwner, let name = serviceName else { return }
+        if !retrying { retriesLeft = Self.retries }
         busCall(Self.watcherName, Self.watcherPath, Self.watcherName, "RegisterStatusNotifierItem", { (body: inout MessageWriter) throws(BusError) in
             try body.string(name)
         }) { [unowned self] result in
-            if case let .failure(error) = result { log("panel item: the panel refused it: \(error)") }
+            guard case let .failure(error) = result else { return }
+            // Not there yet (its object, or the name itself between owners): ask again shortly.
+            let notYet: Set<String> = ["org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.DBus.Error.UnknownMethod",
+                                       "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner"]
+            if let code = error.name, notYet.contains(code), retriesLeft > 0, owner == watcherOwner, name == serviceName {
+                retriesLeft -= 1
+                retryAtMillis = Self.monotonicMillis() + Self.retryMillis
+                return
+            }
+            log("panel item: the panel refused it: \(error)")
         }
+    }
+
+    static func monotonicMillis() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
     }
 
     private func release(_ name: String) {

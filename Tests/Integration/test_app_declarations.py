@@ -73,7 +73,7 @@ class AppDeclarations(unittest.TestCase):
     def tearDownClass(cls):
         cls.reader.terminate()
         cls.reader.wait(timeout=10)
-        subprocess.run([LAB, "exec", "laptop-b", "pkill", "-f", "handoff-reader"], capture_output=True)
+        subprocess.run([LAB, "pkill", "laptop-b", "-f", "handoff-reader"], capture_output=True)
         shutil.rmtree(LATER, ignore_errors=True)
         if not os.environ.get("HANDOFF_KEEP_LAB"):
             lab("down")

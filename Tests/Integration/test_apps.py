@@ -60,8 +60,8 @@ class Apps(unittest.TestCase):
         return process
 
     def stop_readers(self):
-        subprocess.run([LAB, "exec", "laptop-a", "pkill", "-f", "handoff-reader"], capture_output=True)
-        subprocess.run([LAB, "exec", "laptop-b", "pkill", "-f", "handoff-reader"], capture_output=True)
+        subprocess.run([LAB, "pkill", "laptop-a", "-f", "handoff-reader"], capture_output=True)
+        subprocess.run([LAB, "pkill", "laptop-b", "-f", "handoff-reader"], capture_output=True)
 
     def tearDown(self):
         self.stop_readers()

@@ -151,7 +151,7 @@ class MDNS(unittest.TestCase):
             # The renamed service still carries a's token, so b still recognises a.
             wait_until("b to see a by mdns", lambda: "mdns" in paths_to("laptop-b", "laptop-a"))
         finally:
-            lab("exec", "laptop-c", "pkill", "-x", "avahi-publish", check=False)
+            lab("pkill", "laptop-c", "-x", "avahi-publish", check=False)
             squatter.wait(timeout=10)
 
     def test_6_a_burst_of_enable_and_disable_does_not_hold_the_registration(self):

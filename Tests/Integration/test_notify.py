@@ -490,6 +490,11 @@ class Notify(unittest.TestCase):
             self.publish("Rust atomics, chapter 16")
             item = wait_until("the item to register again", lambda: next(iter(self.registered_items()), None), timeout=10)
             self.assertIn("chapter 16", " ".join(r[1] for r in self.menu_rows(item.split("/")[0])))
+            # A panel that restarts (its watcher gone and back) learns of the item again.
+            stop_pid(watcher)
+            watcher = self.start_for_test(["status-notifier-watcher"], "watcher-2.log")
+            self.assertEqual(wait_until("the new watcher to list the item", lambda: next(iter(self.registered_items() or []), None),
+                                        timeout=10), item)
             peer("laptop-a", "resign")
             wait_until("the item to go when the offer is withdrawn", lambda: self.registered_items() == [], timeout=10)
             # Its name went with it: nothing of it is left on the bus for a panel to find.

@@ -90,7 +90,7 @@ class Security(unittest.TestCase):
             activity = peer_json("laptop-b", "accept", "laptop-a")
             self.assertEqual(activity["userInfo"]["secret"], MARKER)
             time.sleep(1.5)
-            lab("exec", "laptop-b", "pkill", "-INT", "-x", "tcpdump", check=False)
+            lab("pkill", "laptop-b", "-INT", "-x", "tcpdump", check=False)
             tcpdump.wait(timeout=10)
             with open(capture, "rb") as f:
                 data = f.read()

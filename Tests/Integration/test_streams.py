@@ -49,8 +49,8 @@ class Streams(unittest.TestCase):
             for process in readers:
                 process.terminate()
                 process.wait(10)
-            subprocess.run([LAB, "exec", "laptop-a", "pkill", "-f", "handoff-reader"], capture_output=True)
-            subprocess.run([LAB, "exec", "laptop-b", "pkill", "-f", "handoff-reader"], capture_output=True)
+            subprocess.run([LAB, "pkill", "laptop-a", "-f", "handoff-reader"], capture_output=True)
+            subprocess.run([LAB, "pkill", "laptop-b", "-f", "handoff-reader"], capture_output=True)
 
 
 def read(path):
