@@ -431,19 +431,21 @@ class VMBluetooth(unittest.TestCase):
         # strictly and reports what comes after): the other adapter's name, which nothing else sets.
         subprocess.run(["btmgmt", "--index", "1", "name", STRESS_MARK], capture_output=True, timeout=60)
         gaps = [0, 0.3, 1.5]
-        for toggle in range(50):
+        # 30 toggles, 12 power cycles, 3 restarts: the handoffd before the fix aborted bluetoothd at
+        # toggle 9. (It was 50, 20 and 5: 153 of the VM lab's 323 s, which kept CI over 20 minutes.)
+        for toggle in range(30):
             set_adapter("hci0", "Discoverable", toggle % 2 == 0)
             time.sleep(gaps[toggle % len(gaps)])
             self.assertTrue(alive(bluetoothd), f"bluetoothd died at discoverable toggle {toggle + 1}")
         set_adapter("hci0", "Discoverable", False)
-        for cycle in range(20):
+        for cycle in range(12):
             set_adapter("hci0", "Powered", False)
             set_adapter("hci0", "Powered", True)
             # At once, while handoffd registers its beacon again.
             set_adapter("hci0", "Discoverable", True)
             set_adapter("hci0", "Discoverable", False)
             self.assertTrue(alive(bluetoothd), f"bluetoothd died at power cycle {cycle + 1}")
-        for restart in range(5):
+        for restart in range(3):
             self.daemons.stop("laptop-a")
             self.daemons.start("laptop-a")
             wait_until("a to advertise", lambda: bluetooth_status("laptop-a")["available"], timeout=60)
@@ -458,8 +460,8 @@ class VMBluetooth(unittest.TestCase):
         self.assertLessEqual(failed, refused, "bluetoothd failed to refresh an advertisement")
         wait_until("a to advertise again", lambda: bluetooth_status("laptop-a")["available"], timeout=60)
         hears("laptop-b", "laptop-a", timeout=60)
-        self.record("bluetoothd survived 50 discoverable toggles (gaps 0, 0.3, 1.5 s), 20 power cycles each followed by a toggle, "
-                    f"and 5 handoffd restarts each followed by a toggle, with handoffd advertising: same pid, no failed refresh "
+        self.record("bluetoothd survived 30 discoverable toggles (gaps 0, 0.3, 1.5 s), 12 power cycles each followed by a toggle, "
+                    f"and 3 handoffd restarts each followed by a toggle, with handoffd advertising: same pid, no failed refresh "
                     f"({refused} registration(s) refused as the adapter powered off, answered and retried)")
 
 
@@ -519,7 +521,7 @@ class VMCapture(unittest.TestCase):
         ours = [entry for entry in self.enabled if entry[4]]
         self.assertTrue(ours, "no advertising set with our manufacturer data was enabled")
         changes = [(controller, at) for opcode, _, controller, at in self.commands if opcode is None]
-        # test_9d's stress (50 toggles, power cycles, restarts) begins at its mark: under it the
+        # test_9d's stress (30 toggles, power cycles, restarts) begins at its mark: under it the
         # kernel 6.1 was seen re-enabling our set with parameters it had programmed during an
         # earlier discoverable window (connectable, public address) without sending them again.
         # That is reported below and in Docs/HARDWARE.md, not judged by the rules for handoffd.
