@@ -43,14 +43,7 @@ public enum DocumentsCommand {
             printError("Error: \(error.message)\nFix: \(error.fix)")
             exit(1)
         }
-        switch InstanceLock.acquire("handoff-documents", environment: environment) {
-        case .acquired: break
-        case let .heldElsewhere(path):
-            printError("handoff-documents: another handoff-documents runs for this user (it holds \(path)); exiting.")
-            exit(0)
-        case let .unavailable(reason):
-            printError("handoff-documents: \(reason); not checking for another copy")
-        }
+        InstanceLock.exitIfAnotherRuns("handoff-documents", environment: environment, say: printError)
         // Openers started for continued documents are not waited for: the kernel reaps them.
         signal(SIGCHLD, SIG_IGN)
         let receiver = DocumentReceiver(configuration: configuration, environment: environment)

@@ -499,11 +499,6 @@ public final class NotificationAgent: @unchecked Sendable {
         }
     }
 
-    private func monotonicMillis() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
-    }
 }
 
 /// Work for the requests thread, in order; repeated refreshes wait as one.

@@ -1,6 +1,7 @@
 import CSystemd
 import Glibc
 import HandoffDBus
+import HandoffTransport
 
 /// The panel item on the session bus: org.kde.StatusNotifierItem at
 /// /StatusNotifierItem with its com.canonical.dbusmenu menu at /MenuBar,
@@ -123,18 +124,13 @@ final class PanelItem {
                                        "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner"]
             if let code = error.name, notYet.contains(code), retriesLeft > 0, owner == watcherOwner, name == serviceName {
                 retriesLeft -= 1
-                retryAtMillis = Self.monotonicMillis() + Self.retryMillis
+                retryAtMillis = monotonicMillis() + Self.retryMillis
                 return
             }
             log("panel item: the panel refused it: \(error)")
         }
     }
 
-    static func monotonicMillis() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
-    }
 
     private func release(_ name: String) {
         busCall("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "ReleaseName", { (body: inout MessageWriter) throws(BusError) in

@@ -36,4 +36,17 @@ public enum InstanceLock {
         // Held until the process exits: the kernel releases it then, however it ends.
         return .acquired
     }
+
+    /// An agent's start: takes the lock, or exits 0 when another copy holds it (saying so
+    /// through `say`); without a runtime directory it runs, and says why it could not check.
+    public static func exitIfAnotherRuns(_ program: String, environment: [String: String], say: (String) -> Void) {
+        switch acquire(program, environment: environment) {
+        case .acquired: break
+        case let .heldElsewhere(path):
+            say("\(program): another \(program) runs for this user (it holds \(path)); exiting.")
+            exit(0)
+        case let .unavailable(reason):
+            say("\(program): \(reason); not checking for another copy")
+        }
+    }
 }

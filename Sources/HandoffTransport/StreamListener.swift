@@ -77,7 +77,7 @@ public final class StreamListener: Sendable {
     /// always for a preferred source, else within the handshake rate. Callable from any thread.
     public func allowHandshake(from source: String) -> Bool {
         if preferred.withLock({ $0.contains(Self.sourceKey(source)) }) { return true }
-        let allowed = handshakes.withLock { bucket in bucket == nil ? true : bucket!.take(nowMillis: monotonicMillis()) }
+        let allowed = handshakes.withLock { bucket in bucket?.take(nowMillis: monotonicMillis()) ?? true }
         if !allowed { handshakesRefused.add(1, ordering: .relaxed) }
         return allowed
     }

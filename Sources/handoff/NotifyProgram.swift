@@ -51,14 +51,7 @@ enum NotifyProgram {
             exit(0)
         }
 
-        switch InstanceLock.acquire("handoff-notify", environment: environment) {
-        case .acquired: break
-        case let .heldElsewhere(path):
-            printError("handoff-notify: another handoff-notify runs for this user (it holds \(path)); exiting.")
-            exit(0)
-        case let .unavailable(reason):
-            printError("handoff-notify: \(reason); not checking for another copy")
-        }
+        InstanceLock.exitIfAnotherRuns("handoff-notify", environment: environment, say: printError)
 
         // Logs go to stderr (the session's journal under systemd); they never carry titles.
         let agent: NotificationAgent
