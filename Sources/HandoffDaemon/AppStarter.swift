@@ -1,17 +1,17 @@
 import FoundationEssentials
 import Glibc
 
-/// How handoffd starts an app that continues an activity, or the browser.
+/// How an app that continues an activity, or the browser, is started.
 ///
-/// Under its systemd user unit (handoffd.service), handoffd asks the user
-/// manager to start them as transient units (`systemd-run --user`), as desktop
-/// launchers do. They then get the session's environment as it is now
+/// Under a systemd user manager, as transient units (`systemd-run --user`), as
+/// desktop launchers do: handoff-launch does it for handoffd, whose own sandbox
+/// cannot reach the manager (`Launcher`). They then get the session's environment as it is now
 /// (DISPLAY, WAYLAND_DISPLAY, DBUS_SESSION_BUS_ADDRESS, which the desktop
 /// imports into the manager, often after handoffd started), none of
 /// handoffd's sandbox (an editor must be able to write the home directory, a
 /// terminal must be able to run sudo), and they keep running when handoffd
 /// restarts. Anywhere else (the lab, a daemon started by hand in a session)
-/// handoffd starts them itself, with its own environment.
+/// handoffd starts them itself, as its children, with its own environment.
 public struct AppStarter: Sendable, Equatable {
     public enum Mode: Sendable, Equatable {
         case direct

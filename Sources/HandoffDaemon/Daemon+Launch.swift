@@ -67,36 +67,44 @@ extension Daemon {
         return outcome
     }
 
-    /// Starts a declared app (AppStarter says how) and waits until it takes the continuation (it declares the
-    /// type from the `.desktop` file it was started from), exits with an error, or the bound passes.
+    /// Starts a declared app and waits until it takes the continuation (it declares the type from the
+    /// `.desktop` file it was started from), exits with an error, or the bound passes. Under the user
+    /// manager the launcher starts it (handoff-launch, outside this sandbox, from the file alone);
+    /// elsewhere (the lab, a daemon started by hand) handoffd starts it itself.
     func launch(app: String, exec: String, desktopID: String, type: String, acceptID: Int64,
                 events: [Event], payload: PayloadBuffer) async -> Result<ObjectIdentifier, HandoffError> {
-        let words = AppDeclarations.commandLine(exec: exec)
-        guard !words.isEmpty else {
-            return .failure(HandoffError(.app, "\(app) declares \(type), but the Exec line of \(desktopID) is empty.",
-                                         fix: "Fix or reinstall \(desktopID) (Docs/APPS.md)."))
-        }
-        let command = AppStarter.current.command(words, adding: [
-            "HANDOFF_SOCKET": configuration.socketPath,
-            "HANDOFF_LAUNCHED_FOR": type,
-            // HandoffKit declares with it, so the continuation is matched to the file the app was started from.
-            "HANDOFF_DESKTOP_ID": desktopID,
-        ])
-        let started: ChildProcess.Started
-        do throws(SystemError) {
-            started = try ChildProcess.spawn(command.executable, arguments: command.arguments, environment: command.environment)
-        } catch {
-            log.warning("cannot start app \(app): \(error)")
-            return .failure(HandoffError(.app, "Cannot start \(app) (\(desktopID)) to continue \(type): \(error).",
-                                         fix: "Check the Exec line of \(desktopID), or start the app yourself and accept again."))
-        }
-        ChildProcess.onExit(started.pid) { [self] status in
+        let exited: @Sendable (Int32) -> Void = { [self] status in
             Task { await self.launchedAppExited(acceptID, app: app, type: type, status: status) }
         }
-        if case .userManager = AppStarter.current.mode {
-            log.info("started app \(app) through the user manager (systemd-run pid \(started.pid)) to continue \(type)")
-        } else {
-            log.info("started app \(app) (pid \(started.pid)) to continue \(type)")
+        switch AppStarter.current.mode {
+        case .userManager:
+            if case let .failure(error) = await LaunchClient.start(.app(desktopID: desktopID, type: type, socket: configuration.socketPath),
+                                                                   exited: exited) {
+                log.warning("the launcher did not start app \(app): \(error.code.rawValue)")
+                return .failure(error)
+            }
+            log.info("the launcher started app \(app) to continue \(type)")
+        case .direct:
+            let words = AppDeclarations.commandLine(exec: exec)
+            guard !words.isEmpty else {
+                return .failure(HandoffError(.app, "\(app) declares \(type), but the Exec line of \(desktopID) is empty.",
+                                             fix: "Fix or reinstall \(desktopID) (Docs/APPS.md)."))
+            }
+            let command = AppStarter.current.command(words, adding: [
+                "HANDOFF_SOCKET": configuration.socketPath,
+                "HANDOFF_LAUNCHED_FOR": type,
+                // HandoffKit declares with it, so the continuation is matched to the file the app was started from.
+                "HANDOFF_DESKTOP_ID": desktopID,
+            ])
+            do throws(SystemError) {
+                let started = try ChildProcess.spawn(command.executable, arguments: command.arguments, environment: command.environment)
+                ChildProcess.onExit(started.pid, exited)
+                log.info("started app \(app) (pid \(started.pid)) to continue \(type)")
+            } catch {
+                log.warning("cannot start app \(app): \(error)")
+                return .failure(HandoffError(.app, "Cannot start \(app) (\(desktopID)) to continue \(type): \(error).",
+                                             fix: "Check the Exec line of \(desktopID), or start the app yourself and accept again."))
+            }
         }
         let bound = Self.launchWaitMillis
         return await withCheckedContinuation { waiter in
@@ -145,32 +153,38 @@ extension Daemon {
     }
 
     /// Opens an http(s) URL (validated when the activity was decoded) in the
-    /// user's browser: the first command of `$BROWSER` (with `%s` replaced by the
-    /// URL, else the URL appended), else `xdg-open`. Nil when it opened.
+    /// user's browser (`Launcher.browserCommand`: `$BROWSER`, else `xdg-open`),
+    /// through the launcher under the user manager. Nil when it opened.
     func openInBrowser(_ url: String) async -> HandoffError? {
-        var words = ["xdg-open", url]
-        if let browser = ProcessInfo.processInfo.environment["BROWSER"]?.split(separator: ":").first.map(String.init),
-           !browser.isEmpty {
-            let command = AppDeclarations.commandLine(exec: browser.replacing("%s", with: "\u{1}"))
-            words = command.contains { $0.contains("\u{1}") }
-                ? command.map { $0.replacing("\u{1}", with: url) } : command + [url]
-        }
-        let command = AppStarter.current.command(words, adding: [:])
-        let exit = ProcessExit()
         let fix = "Set $BROWSER for handoffd to a browser command, or set the desktop's default browser ('xdg-settings set default-web-browser ...'); then accept again."
-        do throws(SystemError) {
-            let started = try ChildProcess.spawn(command.executable, arguments: command.arguments, environment: command.environment)
-            ChildProcess.onExit(started.pid) { exit.finished($0) }
-        } catch {
-            log.warning("cannot start the browser \(words[0]): \(error)")
-            return HandoffError(.app, "Cannot start the browser (\(words[0])) to open the activity's web page: \(error).", fix: fix)
+        let exit = ProcessExit()
+        let program: String
+        switch AppStarter.current.mode {
+        case .userManager:
+            // The launcher's environment is the user manager's, whose $BROWSER is what counts.
+            program = "the browser"
+            if case let .failure(error) = await LaunchClient.start(.browser(url: url), exited: { exit.finished($0) }) {
+                log.warning("the launcher did not open the browser: \(error.code.rawValue)")
+                return error
+            }
+        case .direct:
+            let words = Launcher.browserCommand(url: url, environment: ProcessInfo.processInfo.environment)
+            program = words[0]
+            let command = AppStarter.current.command(words, adding: [:])
+            do throws(SystemError) {
+                let started = try ChildProcess.spawn(command.executable, arguments: command.arguments, environment: command.environment)
+                ChildProcess.onExit(started.pid) { exit.finished($0) }
+            } catch {
+                log.warning("cannot start the browser \(program): \(error)")
+                return HandoffError(.app, "Cannot start the browser (\(program)) to open the activity's web page: \(error).", fix: fix)
+            }
         }
         // /usr/bin/env exits 127 when the command is missing; systemd-run exits 1.
         if let status = await exit.wait(millis: Self.browserWaitMillis), status != 0 {
-            log.warning("the browser \(words[0]) exited with status \(status)")
-            return HandoffError(.app, "The browser (\(words[0])) exited with status \(status): the activity's web page was not opened.", fix: fix)
+            log.warning("the browser \(program) exited with status \(status)")
+            return HandoffError(.app, "The browser (\(program)) exited with status \(status): the activity's web page was not opened.", fix: fix)
         }
-        log.info("opened the activity's web page in the browser (\(words[0]))")
+        log.info("opened the activity's web page in the browser (\(program))")
         return nil
     }
 }

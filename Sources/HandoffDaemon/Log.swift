@@ -24,10 +24,13 @@ public struct Log: Sendable {
     }
 
     public let level: Level
+    /// The program the lines are from.
+    public let program: String
     private static let output = Locked(())
 
-    public init(level: Level) {
+    public init(level: Level, program: String = "handoffd") {
         self.level = level
+        self.program = program
     }
 
     public func debug(_ message: @autoclosure () -> String) { write(.debug, message) }
@@ -38,7 +41,7 @@ public struct Log: Sendable {
     private func write(_ messageLevel: Level, _ message: () -> String) {
         guard messageLevel >= level else { return }
         let stamp = Date().formatted(.iso8601.time(includingFractionalSeconds: true))
-        let line = "\(stamp) handoffd \(messageLevel.label): \(message())\n"
+        let line = "\(stamp) \(program) \(messageLevel.label): \(message())\n"
         Self.output.withLock { _ in writeStandardError(line) }
     }
 }

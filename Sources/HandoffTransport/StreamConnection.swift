@@ -54,6 +54,12 @@ public final class StreamConnection: Sendable {
         carriesDescriptors = getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &length) == 0 && domain == AF_UNIX
     }
 
+    /// Takes over a connected socket this process was handed (a socket-activated
+    /// service's standard input): from now on this connection owns and closes it.
+    public static func adopting(fd: Int32, remote: String) -> StreamConnection {
+        StreamConnection(fd: fd, remote: remote)
+    }
+
     deinit {
         readState.withLock { state in
             for descriptor in state.descriptors { Glibc.close(descriptor) }

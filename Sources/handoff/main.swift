@@ -16,6 +16,7 @@ let programs: [(name: String, main: ([String]) -> Never)] = [
     ("handoff-documents", { DocumentsCommand.main(arguments: Array($0.dropFirst())) }),
     ("handoff-webext-host", { exit(WebExtensionHost.main(arguments: $0)) }),
     ("handoff-ble-check", BLECheckProgram.main),
+    ("handoff-launch", LaunchProgram.main),
 ]
 
 @MainActor func program(named path: String) -> (([String]) -> Never)? {

@@ -38,6 +38,8 @@ COMMANDS = subprocess.run([os.path.join(REPO, "Scripts", "commands")], capture_o
 PROMISED = {
     f"{PREFIX}/libexec/handoff/handoff": 0o755,
     f"{PREFIX}/lib/systemd/user/handoffd.service": 0o644,
+    f"{PREFIX}/lib/systemd/user/handoff-launch.socket": 0o644,
+    f"{PREFIX}/lib/systemd/user/handoff-launch@.service": 0o644,
     "/etc/default/handoffd": 0o644,
     "/etc/ufw/applications.d/handoff": 0o644,
     "/etc/firewalld/services/handoff.xml": 0o644,
@@ -169,8 +171,11 @@ class Install(unittest.TestCase):
         # Home hidden but for its state (writable) and what it reads (issue 22: it could read all of home).
         self.assertEqual(settings["ProtectHome"], ["tmpfs"])
         self.assertEqual(settings["BindPaths"], ["%h/.local/state/handoff"])
+        # Not the user manager nor the session bus (issue 22: through them it could start any program):
+        # apps and the browser are started by the launcher, whose socket is all it gets.
         self.assertEqual(settings["BindReadOnlyPaths"], ["%h/.local/share/applications -%h/.local/share/flatpak/exports/share/applications "
-                                                         "%t/systemd/private -%t/bus"])
+                                                         "-%t/handoff-launch"])
+        self.assertEqual(settings["Wants"], ["handoff-launch.socket"])
         self.assertNotIn("ProtectKernelLogs", settings)  # fails in a container (226/NAMESPACE), adds nothing here
         # The Debian package ships the file as it is in the tree: /usr/bin.
         with open(os.path.join(REPO, "Packaging", "systemd", "handoffd.service")) as handle:
@@ -186,7 +191,11 @@ class Install(unittest.TestCase):
             with open(path, "w") as handle:
                 handle.write(unit.replace(f"{PREFIX}/bin/", self.path(f"{PREFIX}/bin/")))
             environment = {"XDG_RUNTIME_DIR": scratch}
-            result = run(analyze, "--user", "verify", "--man=no", path, check=False, env=environment)
+            for name in ("handoff-launch.socket", "handoff-launch@.service"):
+                with open(self.path(f"{PREFIX}/lib/systemd/user/{name}")) as source, open(os.path.join(scratch, name), "w") as copy:
+                    copy.write(source.read().replace(f"{PREFIX}/libexec/", self.path(f"{PREFIX}/libexec/")))
+            result = run(analyze, "--user", "verify", "--man=no", path, os.path.join(scratch, "handoff-launch.socket"),
+                         check=False, env=environment)
             self.assertEqual(result.returncode, 0, f"systemd-analyze verify:\n{result.stdout}{result.stderr}")
             self.assertNotRegex(result.stdout + result.stderr, r"(?i)unknown|ignoring|invalid|warning",
                                 f"systemd-analyze verify complained:\n{result.stdout}{result.stderr}")
@@ -597,8 +606,11 @@ class UserService(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(f"{seen}{HOME}")), [".local"])
         self.assertFalse(os.path.exists(f"{seen}{HOME}/private-notes.txt"))
         self.assertEqual(sorted(os.listdir(f"{seen}{HOME}/.local/share")), ["applications"])
-        self.assertTrue(set(os.listdir(f"{seen}{RUNTIME}")) <= {"handoff", "systemd", "bus"}, os.listdir(f"{seen}{RUNTIME}"))
-        self.assertEqual(os.listdir(f"{seen}{RUNTIME}/systemd"), ["private"])
+        # The user manager and the session bus are out of its reach (issue 22: it could start any
+        # program through them); the launcher's socket is what it has apps started through.
+        self.assertEqual(sorted(os.listdir(f"{seen}{RUNTIME}")), ["handoff", "handoff-launch"])
+        self.assertEqual(os.listdir(f"{seen}{RUNTIME}/handoff-launch"), ["socket"])
+        self.assertEqual(self.as_root("test", "-S", f"{RUNTIME}/systemd/private", check=False).returncode, 0)  # there, outside its view
         # Start time: `systemctl --user restart` until the local API answers.
         times = []
         for _ in range(5):
@@ -650,7 +662,7 @@ printf '[Desktop Entry]\\nType=Application\\nName=Env dump\\nExec={script}\\nX-H
         wait_until("the desktop to list the sender's offer", listed, timeout=15)
         started = time.monotonic()
         self.as_user("handoff-peer", "accept", "sender")
-        print(f"\n  accept through a started app (systemd-run --user): {(time.monotonic() - started) * 1000:.0f} ms")
+        print(f"\n  accept through a started app (handoff-launch, systemd-run --user): {(time.monotonic() - started) * 1000:.0f} ms")
         environment = dict(line.split("=", 1) for line in self.as_user("cat", f"{HOME}/launched.env").stdout.splitlines() if "=" in line)
         for name, value in SESSION.items():
             self.assertEqual(environment.get(name), value, name)
@@ -669,6 +681,51 @@ printf '[Desktop Entry]\\nType=Application\\nName=Env dump\\nExec={script}\\nX-H
         # Issue 22: the journal repeated libdispatch's "Failed to set thread priority ... errno=13".
         with open(self.manager_log, errors="replace") as handle:
             self.assertNotIn("thread priority", handle.read())
+
+    def test_3a_the_launcher_starts_only_what_a_desktop_file_declares(self):
+        """Issue 22: a compromised handoffd could start any program through the user manager. Now it can
+        only ask handoff-launch.socket, which starts an app from that app's own .desktop file and only
+        for a type the file declares, or opens an http(s) page. Asked here as the daemon would ask,
+        over the real socket the real user manager listens on."""
+        from harness import wait_until
+        wait_until("the daemon", self.status, timeout=15)
+        self.assertEqual(self.as_user("systemctl", "--user", "is-active", "handoff-launch.socket").stdout.strip(), "active")
+        marker = f"{HOME}/launcher-ran"
+        self.as_user("sh", "-c", f"mkdir -p {HOME}/.local/share/applications && printf '[Desktop Entry]\\nType=Application\\n"
+                                 f"Name=Touch\\nExec=touch {marker}\\nX-Handoff-ActivityTypes=org.example.touch;\\n' "
+                                 f"> {HOME}/.local/share/applications/touch.desktop")
+        def ask(request):
+            script = ("import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode()+b'\\n'); "
+                      "s.settimeout(25); data=b''\nwhile True:\n  chunk=s.recv(8192)\n  if not chunk: break\n  data+=chunk\nprint(data.decode())")
+            output = self.as_user("python3", "-c", script, f"{RUNTIME}/handoff-launch/socket", json.dumps(request)).stdout
+            return [json.loads(line) for line in output.splitlines() if line.strip()]
+        socket_path = f"{RUNTIME}/handoff/handoffd.sock"
+        refusals = {
+            "a program no file declares": {"v": 1, "kind": "app", "desktopID": "sh.desktop", "type": "org.example.touch", "socket": socket_path},
+            "a type its file does not declare": {"v": 1, "kind": "app", "desktopID": "touch.desktop", "type": "org.example.other", "socket": socket_path},
+            "a path instead of a file name": {"v": 1, "kind": "app", "desktopID": "../../../bin/sh.desktop", "type": "t", "socket": socket_path},
+            "a page that is not http(s)": {"v": 1, "kind": "browser", "url": "file:///etc/passwd"},
+            "a command": {"v": 1, "kind": "command", "argv": ["touch", marker]},
+        }
+        for what, request in refusals.items():
+            replies = ask(request)
+            self.assertEqual([reply["state"] for reply in replies], ["refused"], what)
+            self.assertIn("message", replies[0]["error"], what)
+        self.assertEqual(self.as_user("test", "-e", marker, check=False).returncode, 1, "a refused request started something")
+        # What the file declares, it starts, with the file's own Exec line.
+        replies = ask({"v": 1, "kind": "app", "desktopID": "touch.desktop", "type": "org.example.touch", "socket": socket_path})
+        self.assertEqual(replies, [{"state": "started"}, {"state": "exited", "status": 0}])
+        self.assertEqual(self.as_user("test", "-e", marker, check=False).returncode, 0)
+        # A web page opens in the browser the session names ($BROWSER in the manager's environment).
+        browser = f"{HOME}/browser"
+        self.as_user("sh", "-c", f"printf '#!/bin/sh\\necho \"$1\" > {HOME}/opened\\n' > {browser} && chmod 0755 {browser}")
+        self.as_user("systemctl", "--user", "set-environment", f"BROWSER={browser}")
+        try:
+            replies = ask({"v": 1, "kind": "browser", "url": "https://example.org/chapter?9"})
+        finally:
+            self.as_user("systemctl", "--user", "unset-environment", "BROWSER")
+        self.assertEqual(replies, [{"state": "started"}, {"state": "exited", "status": 0}])
+        self.assertEqual(self.as_user("cat", f"{HOME}/opened").stdout, "https://example.org/chapter?9\n")
 
     def test_3b_installing_starts_it_and_the_agents_for_a_logged_in_user(self):
         """Issue 25, item 2: after `apt install` nothing ran until the user logged out and in. The

@@ -35,6 +35,8 @@ FILES = {
     "/usr/libexec/handoff/handoff": 0o755,
     "/usr/libexec/handoff/session": 0o755,
     "/usr/lib/systemd/user/handoffd.service": 0o644,
+    "/usr/lib/systemd/user/handoff-launch.socket": 0o644,
+    "/usr/lib/systemd/user/handoff-launch@.service": 0o644,
     "/etc/default/handoffd": 0o644,
     "/etc/ufw/applications.d/handoff": 0o644,
     "/usr/lib/firewalld/services/handoff.xml": 0o644,
@@ -211,6 +213,9 @@ class DebianPackage(unittest.TestCase):
         unit.read("/usr/lib/systemd/user/handoffd.service")
         self.assertTrue(unit["Service"]["ExecStart"].startswith("/usr/bin/handoffd "))
         self.assertEqual(unit["Install"]["WantedBy"], "default.target")
+        launcher = configparser.ConfigParser(strict=False, interpolation=None)
+        launcher.read("/usr/lib/systemd/user/handoff-launch@.service")
+        self.assertEqual(launcher["Service"]["ExecStart"], "/usr/libexec/handoff/handoff handoff-launch")
 
         ufw = configparser.ConfigParser()
         ufw.read("/etc/ufw/applications.d/handoff")

@@ -14,6 +14,8 @@ enum Targets {
         "json": json,
         "activity-json": activityJSON,
         "local-api-message": localAPIMessage,
+        // What handoffd asks handoff-launch for, and its answers.
+        "launch-message": launchMessage,
         // Payload and its userInfo, fetched from a peer after accept.
         "plist": plist,
         "payload": payload,
@@ -100,6 +102,16 @@ enum Targets {
         }
         if let reply = try? Reply(json: value) {
             check((try? Reply(json: reply.json)) == reply, "a reply reads back as itself")
+        }
+    }
+
+    static func launchMessage(_ bytes: [UInt8]) {
+        if let request = try? LaunchRequest.parse(bytes) {
+            check((try? LaunchRequest.parse(Array(request.line.dropLast()))) == request, "a launch request reads back as itself")
+            check(request.kind == .browser || LaunchRequest.isDesktopID(request.desktopID ?? ""), "an app request names a .desktop file")
+        }
+        if let reply = try? LaunchReply.parse(bytes) {
+            check((try? LaunchReply.parse(Array(reply.line.dropLast()))) == reply, "a launcher reply reads back as itself")
         }
     }
 
