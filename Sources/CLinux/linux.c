@@ -116,3 +116,12 @@ long long handoff_tcp_bytes_received(int fd) {
     if (length < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received) return -1;
     return (long long)info.tcpi_bytes_received;
 }
+
+/* Swift concurrency's global-executor hook, a variable of libswift_Concurrency. Named here
+ * so the linker resolves it: dlsym finds it only in the dynamic symbol table, which a
+ * binary linked with the static Swift runtime (the package's) does not export. */
+extern void *swift_task_enqueueGlobal_hook;
+
+void **handoff_enqueue_global_hook(void) {
+    return &swift_task_enqueueGlobal_hook;
+}

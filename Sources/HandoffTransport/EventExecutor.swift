@@ -1,4 +1,5 @@
 import FoundationEssentials
+import CLinux
 import Glibc
 
 /// A few threads of our own that run Swift concurrency's global jobs and the
@@ -60,14 +61,14 @@ public final class EventExecutor: @unchecked Sendable {
 
     /// Makes this pool Swift concurrency's global executor for the process. Call once,
     /// first thing in `main`, before any Task runs; a process that does not stays on libdispatch.
-    /// False (and nothing changed) when the runtime has no such hook, or when another
-    /// executor holds it already: that one keeps it.
+    /// False (and nothing changed) when another executor holds the hook already: that one keeps it.
     @discardableResult
     public static func install() -> Bool {
         typealias Original = @convention(thin) (UnownedJob) -> Void
         typealias Hook = @convention(thin) (UnownedJob, Original) -> Void
-        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "swift_task_enqueueGlobal_hook") else { return false }
-        let hook = symbol.assumingMemoryBound(to: Hook?.self)
+        // Linked, not looked up: dlsym does not find it in a binary with the static Swift runtime
+        // (the package's), which then stayed on libdispatch unnoticed.
+        let hook = UnsafeMutableRawPointer(handoff_enqueue_global_hook()).assumingMemoryBound(to: Hook?.self)
         guard hook.pointee == nil else { return false }
         hook.pointee = { job, _ in EventExecutor.shared.enqueue(job) }
         return true

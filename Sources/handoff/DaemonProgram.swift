@@ -19,7 +19,9 @@ enum DaemonProgram {
         // Before any Task or thread: Swift concurrency runs on our threads, not libdispatch's
         // (EventExecutor says why), and malloc keeps few arenas.
         Malloc.configureForDaemon()
-        EventExecutor.install()
+        // Only another executor already installed can refuse it, and nothing installs one before this.
+        let onOurExecutor = EventExecutor.install()
+        precondition(onOurExecutor, "Swift concurrency's global executor hook is taken before handoffd's main")
 
         let spec = CommandSpec(
             name: "handoffd",

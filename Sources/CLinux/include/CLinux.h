@@ -35,6 +35,9 @@ int handoff_set_thread_name(const char *name);
 /* pipe2(fds, O_CLOEXEC): no other thread's child inherits the ends (needs _GNU_SOURCE). */
 int handoff_pipe_cloexec(int fds[2]);
 
+/* The address of Swift concurrency's global-executor hook (swift_task_enqueueGlobal_hook). */
+void **handoff_enqueue_global_hook(void);
+
 /* A route netlink socket (close-on-exec) subscribed to link and IPv4/IPv6 address
    changes (RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR); -1 and errno. */
 int handoff_netlink_route_changes(void);
