@@ -76,16 +76,9 @@ extension Daemon {
 
     private nonisolated func serveFetch(over channel: SecureChannel) throws(HandoffError) {
         let requester = channel.session.peerKey
-        // Only a device we untrusted gets here without being trusted: it knows
-        // who we are, and hears over the authenticated channel that we no longer trust it.
-        guard waitFor({ await self.trust.contains(requester) }) else {
-            try channel.send(.refusal(.init(code: .trust, message: TransferServer.noLongerTrusted)))
-            waitFor { await self.countRefusal(requester) }
-            // Its request may still be on the way: closing with it unread would reset
-            // the connection and could discard the refusal before the peer reads it.
-            Self.drainUntilClosed(channel.connection, withinMillis: 2_000)
-            return
-        }
+        // One trip to the actor decides, trust included: only a device we untrusted gets here
+        // without being trusted, and it hears over the authenticated channel that we no longer
+        // trust it (TransferServer.admission), after its request, which it sends at once.
         let reply: TransferFrame
         var offset = 0
         if case let .fetch(request) = try channel.receive() {
@@ -110,11 +103,6 @@ extension Daemon {
         channel.connection.shutdownWrite()
         // Wait for the peer to close so the payload is not cut off by a reset.
         _ = try? channel.connection.read(exactly: 1)
-    }
-
-    func countRefusal(_ requester: DeviceKey) {
-        server.countRefused()
-        log.info("refused fetch from untrusted \(Ed25519.deviceID(of: requester))")
     }
 
     /// Decides what a fetch gets: the payload only for a paired device (proven
@@ -208,7 +196,7 @@ extension Daemon {
     /// connection from the last authenticated byte, the peer's address read
     /// afresh through `route` each time, until `resumeWindowMillis` or the
     /// offer's expiry; the digest covers the whole payload at the end.
-    nonisolated static func fetch(offer: SignedSummary, route: @Sendable () -> PeerRoute, peerName: String,
+    nonisolated static func fetch(offer: SignedSummary, firstRoute: PeerRoute? = nil, route: @Sendable () -> PeerRoute, peerName: String,
                                   identity: Identity, secrets: PairSecrets, timeoutMillis: Int,
                                   events: FetchEvents = FetchEvents(), links: FetchLinks? = nil) -> (Result<FetchedPayload, HandoffError>, FetchTiming) {
         var timing = FetchTiming()
@@ -218,10 +206,12 @@ extension Daemon {
         var transferStarted = started
         var window = ResumeWindow(windowMillis: resumeWindowMillis, expiresAtMillis: summary.expiresAtMillis)
         var pause: UInt32 = 100_000
+        var attempts = 0
         while true {
             let resuming = reception.isStarted
+            attempts += 1
             do throws(HandoffError) {
-                let peer = route()
+                let peer = attempts == 1 ? firstRoute ?? route() : route()
                 if resuming, let offered = peer.offeredSequence, offered != summary.sequence {
                     throw HandoffError(.notCurrent, "\(peerName) moved on to another activity while the transfer was cut.",
                                        fix: fix(forRefusal: .notCurrent, peerName: peerName))
@@ -299,13 +289,6 @@ extension Daemon {
         }
         return HandoffError(refusal.code, "\(summary.senderName) refused: \(refusal.message).",
                             fix: fix(forRefusal: refusal.code, peerName: summary.senderName))
-    }
-
-    /// Reads and drops whatever the peer still sends until it closes (or the time is up).
-    nonisolated static func drainUntilClosed(_ connection: StreamConnection, withinMillis millis: Int) {
-        connection.shutdownWrite()
-        connection.setDeadline(millisFromNow: millis)
-        while (try? connection.readAvailable()) != nil {}
     }
 
     /// The fetch itself, over an authenticated channel to the offer's sender:
@@ -392,7 +375,9 @@ extension Daemon {
                 return (.failure(HandoffError(.trust, "\(name) was paired by an older handoff version; this version needs the keys a new pairing exchanges.",
                                              fix: Daemon.fix(forRefusal: .trust, peerName: name))), FetchTiming())
             }
-            let (result, timing) = Daemon.fetch(offer: offer, route: { waitFor { await self.route(to: peerKey) } ?? fallback },
+            // The first attempt goes where the peer was just now (read on the actor above); a
+            // resume asks the actor again, since the peer may have moved.
+            let (result, timing) = Daemon.fetch(offer: offer, firstRoute: fallback, route: { waitFor { await self.route(to: peerKey) } ?? fallback },
                                                 peerName: name, identity: identity, secrets: secrets, timeoutMillis: timeout,
                                                 events: events, links: links)
             if case let .success(fetched) = result {
