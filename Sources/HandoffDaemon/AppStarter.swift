@@ -67,7 +67,11 @@ public struct AppStarter: Sendable, Equatable {
             // systemd-run looks for the program in its own view of the files, which the
             // daemon's sandbox hides most of home from (an app in ~/.local/bin, an AppImage):
             // a shell in the started unit, outside the sandbox, runs it instead.
-            return Command(executable: systemdRun, arguments: arguments + ["--", "/bin/sh", "-c", #"exec "$0" "$@""#] + words,
+            // The manager expands $VAR and ${VAR} in a command line (systemd 252 has no way to turn it
+            // off), so a URL such as https://x/?${HOME} would open with the manager's environment in
+            // it: every $ in the words is doubled, which systemd reads back as one.
+            return Command(executable: systemdRun, arguments: arguments + ["--", "/bin/sh", "-c", #"exec "$0" "$@""#]
+                               + words.map { $0.replacing("$", with: "$$") },
                            environment: environment)
         }
     }

@@ -74,6 +74,9 @@ extension Daemon {
         log.info("refused a handshake from a device that is not paired")
     }
 
+    /// How long a served fetch waits for the request after the handshake.
+    static let requestWaitMillis = 5_000
+
     private nonisolated func serveFetch(over channel: SecureChannel) throws(HandoffError) {
         let requester = channel.session.peerKey
         // One trip to the actor decides, trust included: only a device we untrusted gets here
@@ -81,7 +84,11 @@ extension Daemon {
         // trust it (TransferServer.admission), after its request, which it sends at once.
         let reply: TransferFrame
         var offset = 0
-        if case let .fetch(request) = try channel.receive() {
+        // The request comes at once after the handshake: a peer that trickles it holds no slot for long.
+        channel.connection.setDeadline(millisFromNow: Self.requestWaitMillis)
+        let first = try channel.receive()
+        channel.connection.setDeadline(millisFromNow: nil)
+        if case let .fetch(request) = first {
             reply = waitFor { await self.answer(request, from: requester, remote: channel.connection.remote) }
             offset = Int(request.offset)
         } else {

@@ -23,6 +23,13 @@ struct AppStarterTests {
         #expect(searched.arguments == ["xdg-open", "https://example.org/"])
     }
 
+    @Test func escapesDollarSignsTheUserManagerWouldExpand() {
+        let starter = AppStarter(mode: .userManager(systemdRun: "/usr/bin/systemd-run"), environment: [:])
+        let command = starter.command(["xdg-open", "https://example.org/?a=${HOME}&b=$$"], adding: [:])
+        #expect(command.arguments.suffix(2) == ["xdg-open", "https://example.org/?a=$${HOME}&b=$$$$"])
+        #expect(command.arguments.contains(#"exec "$0" "$@""#))
+    }
+
     @Test func startsThroughTheUserManagerWithTheAdditionsAsSetenv() {
         let starter = AppStarter(mode: .userManager(systemdRun: "/usr/bin/systemd-run"), environment: ["XDG_RUNTIME_DIR": "/run/user/1000"])
         let command = starter.command(["reader", "--new-window"], adding: ["HANDOFF_LAUNCHED_FOR": "org.example.read", "HANDOFF_DESKTOP_ID": "reader.desktop"])

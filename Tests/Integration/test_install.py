@@ -716,16 +716,18 @@ printf '[Desktop Entry]\\nType=Application\\nName=Env dump\\nExec={script}\\nX-H
         replies = ask({"v": 1, "kind": "app", "desktopID": "touch.desktop", "type": "org.example.touch", "socket": socket_path})
         self.assertEqual(replies, [{"state": "started"}, {"state": "exited", "status": 0}])
         self.assertEqual(self.as_user("test", "-e", marker, check=False).returncode, 0)
-        # A web page opens in the browser the session names ($BROWSER in the manager's environment).
+        # A web page opens in the browser the session names ($BROWSER in the manager's environment), as
+        # it was given: systemd expands ${VAR} in a command line, which would have put the manager's
+        # environment into the page's address.
         browser = f"{HOME}/browser"
         self.as_user("sh", "-c", f"printf '#!/bin/sh\\necho \"$1\" > {HOME}/opened\\n' > {browser} && chmod 0755 {browser}")
         self.as_user("systemctl", "--user", "set-environment", f"BROWSER={browser}")
         try:
-            replies = ask({"v": 1, "kind": "browser", "url": "https://example.org/chapter?9"})
+            replies = ask({"v": 1, "kind": "browser", "url": "https://example.org/chapter?9&q=${HOME}"})
         finally:
             self.as_user("systemctl", "--user", "unset-environment", "BROWSER")
         self.assertEqual(replies, [{"state": "started"}, {"state": "exited", "status": 0}])
-        self.assertEqual(self.as_user("cat", f"{HOME}/opened").stdout, "https://example.org/chapter?9\n")
+        self.assertEqual(self.as_user("cat", f"{HOME}/opened").stdout, "https://example.org/chapter?9&q=${HOME}\n")
 
     def test_3b_installing_starts_it_and_the_agents_for_a_logged_in_user(self):
         """Issue 25, item 2: after `apt install` nothing ran until the user logged out and in. The
