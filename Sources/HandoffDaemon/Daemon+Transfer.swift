@@ -314,7 +314,7 @@ extension Daemon {
             throw refusalError(refusal, from: summary)
         }
         var base = 0
-        let other = try channel.receivePayload(into: { (start) throws(HandoffError) -> UnsafeMutableRawBufferPointer in
+        let other = try channel.receivePayload(into: { (start) throws(HandoffError) -> PayloadRegion in
             let region = try reception.region(for: start)
             base = start.offset
             onStart(start)

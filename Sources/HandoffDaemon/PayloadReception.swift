@@ -32,7 +32,7 @@ final class PayloadReception {
 
     /// The region a payload frame fills: the whole buffer for a fresh fetch, the
     /// missing tail for a resumed one. Refuses a frame that does not match.
-    func region(for start: PayloadStart) throws(HandoffError) -> UnsafeMutableRawBufferPointer {
+    func region(for start: PayloadStart) throws(HandoffError) -> PayloadRegion {
         let expected = Int(summary.payloadSize)
         guard let buffer else {
             guard start.offset == 0 else { throw Self.mismatch("a resumed payload answered a fresh fetch") }
@@ -46,20 +46,21 @@ final class PayloadReception {
             }
             let created: PayloadBuffer
             do {
-                // Pages are made as records arrive, not all before the first one (issue 21: zeroing
-                // 64 MiB up front was 17 % of the receiver's CPU, spent before any byte was decrypted).
-                created = try PayloadBuffer.create(count: expected, populate: false)
+                // Pages are made as records are written into it, not all before the first one (issue 21:
+                // zeroing 64 MiB up front was 17 % of the receiver's CPU, spent before any byte was
+                // decrypted), and written, not faulted in through a mapping (half the kernel's work).
+                created = try PayloadBuffer.unmapped(count: expected)
             } catch {
                 throw HandoffError(.internal, "Cannot hold a payload of \(expected) bytes: \(error).",
                                    fix: "Free some memory on this host, then accept again.")
             }
             self.buffer = created
-            return created.mutableBytes
+            return PayloadRegion(buffer: created, offset: 0, count: expected)
         }
         guard start.offset == authenticated, start.offset + start.length == buffer.count else {
             throw Self.mismatch("the resumed payload starts at byte \(start.offset) with \(start.length) bytes; \(authenticated) of \(buffer.count) are here")
         }
-        return UnsafeMutableRawBufferPointer(rebasing: buffer.mutableBytes[start.offset...])
+        return PayloadRegion(buffer: buffer, offset: start.offset, count: start.length)
     }
 
     private static func mismatch(_ detail: String) -> HandoffError {

@@ -278,9 +278,9 @@ final class SecureChannel: FrameChannel {
 
     /// A payload frame lands in the region `destination` gives once the
     /// authenticated header says where it starts and how long it is: each record
-    /// after the first is decrypted straight into it (the first, which carries the
-    /// header, through one small copy).
-    func receivePayload(into destination: (PayloadStart) throws(HandoffError) -> UnsafeMutableRawBufferPointer,
+    /// is decrypted into one reused plaintext buffer, which stays in cache, and
+    /// written into the region from there.
+    func receivePayload(into destination: (PayloadStart) throws(HandoffError) -> PayloadRegion,
                         received: (Int) -> Void, discarded: (Int) -> Void) throws(HandoffError) -> TransferFrame? {
         var scratch = [UInt8]()
         var partial = 0
@@ -312,9 +312,12 @@ final class SecureChannel: FrameChannel {
         precondition(region.count == start.length, "the payload region must be exactly the frame's length")
         let opening = first.count - headLength
         guard opening <= region.count else { throw Self.tooLong }
-        first.withUnsafeBytes { region.baseAddress?.copyMemory(from: $0.baseAddress! + headLength, byteCount: opening) }
+        if opening > 0 {
+            try typed { try first.withUnsafeBytes { try region.write(UnsafeRawBufferPointer(rebasing: $0[headLength...]), at: 0) } }
+            received(opening)
+        }
         var filled = opening
-        if filled > 0 { received(filled) }
+        var plaintext = [UInt8]()
         var tag = firstTag
         while tag != SecretStream.tagPush {
             partial = 0
@@ -326,16 +329,15 @@ final class SecureChannel: FrameChannel {
                 throw error
             }
             let plaintextLength = recordLength - SecretStream.overheadBytes
-            if plaintextLength > 0, plaintextLength <= region.count - filled {
-                tag = try open(scratch, length: recordLength, into: region.baseAddress! + filled)
-            } else if plaintextLength == 0 {
-                var nothing = [UInt8](repeating: 0, count: 1)
-                tag = try open(scratch, length: recordLength, into: &nothing)
-            } else {
-                // Authenticate first, into a scratch: a replayed or injected record is reported as what it is.
-                var plaintext = [UInt8](repeating: 0, count: plaintextLength)
-                _ = try open(scratch, length: recordLength, into: &plaintext)
-                throw Self.tooLong
+            // Room for at least one byte: an empty record still needs a place to point at.
+            if plaintext.count < max(plaintextLength, 1) {
+                plaintext = [UInt8](unsafeUninitializedCapacity: max(plaintextLength, 1)) { _, count in count = max(plaintextLength, 1) }
+            }
+            // Authenticate first: a replayed or injected record is reported as what it is.
+            tag = try typed { try plaintext.withUnsafeMutableBytes { try open(scratch, length: recordLength, into: $0.baseAddress!) } }
+            guard plaintextLength <= region.count - filled else { throw Self.tooLong }
+            if plaintextLength > 0 {
+                try typed { try plaintext.withUnsafeBytes { try region.write(UnsafeRawBufferPointer(rebasing: $0[0..<plaintextLength]), at: filled) } }
             }
             filled += plaintextLength
             received(filled)

@@ -14,8 +14,32 @@ public protocol FrameChannel: Sendable {
     /// bytes of that region are filled (and authenticated) so far. Any other frame
     /// is returned instead, whole. `discarded` hears how many bytes of a record had
     /// arrived when the connection failed in its middle (a resume fetches them again).
-    func receivePayload(into destination: (PayloadStart) throws(HandoffError) -> UnsafeMutableRawBufferPointer,
+    func receivePayload(into destination: (PayloadStart) throws(HandoffError) -> PayloadRegion,
                         received: (Int) -> Void, discarded: (Int) -> Void) throws(HandoffError) -> TransferFrame?
+}
+
+/// Where an arriving payload frame goes: `count` bytes of `buffer` from `offset` on.
+public struct PayloadRegion: Sendable {
+    public let buffer: PayloadBuffer
+    public let offset: Int
+    public let count: Int
+
+    public init(buffer: PayloadBuffer, offset: Int, count: Int) {
+        precondition(offset >= 0 && offset + count <= buffer.count, "a region outside its payload buffer")
+        self.buffer = buffer
+        self.offset = offset
+        self.count = count
+    }
+
+    /// Writes `bytes` at `position` within the region.
+    public func write(_ bytes: UnsafeRawBufferPointer, at position: Int) throws(HandoffError) {
+        precondition(position >= 0 && position + bytes.count <= count, "a write outside the payload region")
+        do {
+            try buffer.write(bytes, at: offset + position)
+        } catch {
+            throw HandoffError(.internal, "Cannot hold the arriving payload: \(error).", fix: "Free some memory on this host, then accept again.")
+        }
+    }
 }
 
 /// Where an arriving payload frame starts in the payload and how many bytes it carries.
@@ -34,7 +58,7 @@ extension FrameChannel {
         try send(offset == 0 ? .payload(payload) : .payloadFrom(offset: UInt64(offset), bytes: Array(payload[offset...])))
     }
 
-    public func receivePayload(into destination: (PayloadStart) throws(HandoffError) -> UnsafeMutableRawBufferPointer,
+    public func receivePayload(into destination: (PayloadStart) throws(HandoffError) -> PayloadRegion,
                                received: (Int) -> Void, discarded: (Int) -> Void) throws(HandoffError) -> TransferFrame? {
         let frame = try receive()
         let (start, bytes): (PayloadStart, [UInt8])
@@ -47,7 +71,10 @@ extension FrameChannel {
         guard region.count == bytes.count else {
             throw HandoffError(.payloadInvalid, "The payload frame does not fit the space for it.", fix: "Accept again.")
         }
-        if !bytes.isEmpty { bytes.withUnsafeBytes { region.copyMemory(from: $0) } }
+        if !bytes.isEmpty {
+            let failure = bytes.withUnsafeBytes { raw in Result { () throws(HandoffError) in try region.write(raw, at: 0) } }
+            try failure.get()
+        }
         received(bytes.count)
         return nil
     }

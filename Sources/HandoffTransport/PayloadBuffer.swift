@@ -27,11 +27,10 @@ public final class PayloadBuffer: @unchecked Sendable {
         Glibc.close(fd)
     }
 
-    /// A writable buffer of exactly `count` bytes. With `populate`, pages are made up front
-    /// (one populate costs less than a fault per 4 KiB when the bytes are at hand); without,
-    /// each page is made, zeroed by the kernel, when it is first written: a payload arriving
-    /// from the network then does not wait for the whole buffer to be zeroed first.
-    public static func create(count: Int, name: String = "handoff-payload", populate: Bool = true) throws(SystemError) -> PayloadBuffer {
+    /// A writable buffer of exactly `count` bytes, its pages made up front (one populate costs
+    /// less than a fault per 4 KiB when the bytes are at hand; bytes that arrive in pieces go
+    /// to `unmapped(count:)` instead).
+    public static func create(count: Int, name: String = "handoff-payload") throws(SystemError) -> PayloadBuffer {
         guard count >= 0 else { throw SystemError("memfd size", errno: EINVAL) }
         let fd = try systemCall("memfd_create") { handoff_memfd_create(name) }
         guard ftruncate(fd, off_t(count)) == 0 else {
@@ -40,12 +39,40 @@ public final class PayloadBuffer: @unchecked Sendable {
             throw error
         }
         guard count > 0 else { return PayloadBuffer(fd: fd, count: 0, base: nil, sealed: false) }
-        guard let base = mmap(nil, count, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, 0), base != MAP_FAILED else {
+        guard let base = mmap(nil, count, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0), base != MAP_FAILED else {
             let error = SystemError("mmap")
             Glibc.close(fd)
             throw error
         }
         return PayloadBuffer(fd: fd, count: count, base: base, sealed: false)
+    }
+
+    /// A buffer of exactly `count` bytes filled by `write(_:at:)`, with no mapping until `seal()`.
+    /// For bytes that arrive in pieces (a payload from the network): writing into the memfd
+    /// makes each page without zeroing it first and without a fault per 4 KiB, about half
+    /// the kernel's work of filling a fresh shared mapping (issue 21: 22 against 40 ms per 64 MiB here).
+    public static func unmapped(count: Int, name: String = "handoff-payload") throws(SystemError) -> PayloadBuffer {
+        guard count >= 0 else { throw SystemError("memfd size", errno: EINVAL) }
+        let fd = try systemCall("memfd_create") { handoff_memfd_create(name) }
+        guard ftruncate(fd, off_t(count)) == 0 else {
+            let error = SystemError("ftruncate")
+            Glibc.close(fd)
+            throw error
+        }
+        return PayloadBuffer(fd: fd, count: count, base: nil, sealed: false)
+    }
+
+    /// Writes `bytes` at `offset`, before `seal()`; the range must lie inside the buffer.
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(SystemError) {
+        precondition(!isSealed, "a sealed payload buffer is read-only")
+        precondition(offset >= 0 && offset + bytes.count <= count, "a write outside the payload buffer")
+        var done = 0
+        while done < bytes.count {
+            let written = try systemCall("pwrite") { pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done)) }
+            // A memfd that takes nothing is out of memory (tmpfs limits); never spin on it.
+            guard written > 0 else { throw SystemError("pwrite", errno: ENOSPC) }
+            done += written
+        }
     }
 
     /// A writable buffer holding a copy of `bytes`, sealed.
@@ -88,6 +115,7 @@ public final class PayloadBuffer: @unchecked Sendable {
     /// The bytes to fill, before `seal()`.
     public var mutableBytes: UnsafeMutableRawBufferPointer {
         precondition(!isSealed, "a sealed payload buffer is read-only")
+        precondition(base != nil || count == 0, "an unmapped payload buffer is filled with write(_:at:)")
         return UnsafeMutableRawBufferPointer(start: base, count: count)
     }
 

@@ -56,4 +56,19 @@ import Testing
         let received = try PayloadBuffer(adopting: try passAcross(buffer.descriptorForPassing), maximumBytes: 10)
         #expect(received.count == 0 && received.bytes.isEmpty)
     }
+
+    @Test func anUnmappedBufferIsFilledByWritesInAnyOrder() throws {
+        let count = 2 * 4096 + 100
+        let buffer = try PayloadBuffer.unmapped(count: count)
+        let expected = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        // A resumed transfer writes its tail after its head; pieces need not be page-aligned.
+        try expected.withUnsafeBytes { raw in
+            try buffer.write(UnsafeRawBufferPointer(rebasing: raw[5000...]), at: 5000)
+            try buffer.write(UnsafeRawBufferPointer(rebasing: raw[..<5000]), at: 0)
+        }
+        try buffer.seal()
+        #expect(Array(buffer.bytes) == expected)
+        let received = try PayloadBuffer(adopting: try passAcross(buffer.descriptorForPassing), maximumBytes: 1 << 20)
+        #expect(Array(received.bytes) == expected)
+    }
 }
