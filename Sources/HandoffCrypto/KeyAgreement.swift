@@ -101,14 +101,13 @@ public enum AEAD {
 
 /// One direction of libsodium's secretstream (XChaCha20-Poly1305 with an
 /// internal counter): every message is authenticated and numbered, so a
-/// dropped, reordered, replayed or altered record fails to decrypt.
+/// dropped, reordered, replayed or altered record fails to decrypt. Channels
+/// use it through `RecordStream`.
 public final class SecretStream: @unchecked Sendable {
     // @unchecked Sendable: each direction of a channel is used by one thread at a time
     // (the channel's reader or its writer), never concurrently.
     public static let headerBytes = 24
     public static let overheadBytes = 17
-    public static let tagMessage: UInt8 = 0
-    public static let tagPush: UInt8 = 1
 
     private var state = crypto_secretstream_xchacha20poly1305_state()
 
@@ -135,14 +134,6 @@ public final class SecretStream: @unchecked Sendable {
         return stream
     }
 
-    public func push(_ plaintext: [UInt8], tag: UInt8) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: plaintext.count + Self.overheadBytes)
-        plaintext.withUnsafeBytes { input in
-            out.withUnsafeMutableBytes { push(input, tag: tag, into: $0.baseAddress!) }
-        }
-        return out
-    }
-
     /// Encrypts `plaintext` into `output`, which must hold `plaintext.count + overheadBytes` bytes.
     /// For large transfers: no intermediate arrays.
     public func push(_ plaintext: UnsafeRawBufferPointer, tag: UInt8, into output: UnsafeMutableRawPointer) {
@@ -161,16 +152,5 @@ public final class SecretStream: @unchecked Sendable {
                                                                 ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self),
                                                                 UInt64(ciphertext.count), nil, 0)
         return status == 0 ? tag : nil
-    }
-
-    /// The plaintext and its tag; nil if the record is not the next authentic one.
-    public func pull(_ ciphertext: [UInt8]) -> (plaintext: [UInt8], tag: UInt8)? {
-        guard ciphertext.count >= Self.overheadBytes else { return nil }
-        var out = [UInt8](repeating: 0, count: ciphertext.count - Self.overheadBytes)
-        var length: UInt64 = 0
-        var tag: UInt8 = 0
-        guard crypto_secretstream_xchacha20poly1305_pull(&state, &out, &length, &tag, ciphertext, UInt64(ciphertext.count), nil, 0) == 0
-        else { return nil }
-        return (out, tag)
     }
 }

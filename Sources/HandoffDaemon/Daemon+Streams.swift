@@ -217,7 +217,7 @@ extension Daemon {
 
     nonisolated static func sendControl(_ frame: ContinuationStreamFrame, over channel: SecureChannel) throws(HandoffError) {
         let plaintext = frame.encoded()
-        var record = [UInt8](repeating: 0, count: 4 + plaintext.count + SecretStream.overheadBytes)
+        var record = [UInt8](repeating: 0, count: 4 + plaintext.count + RecordStream.overheadBytes)
         let count = plaintext.withUnsafeBytes { input in
             record.withUnsafeMutableBytes { channel.sealRecord(input, tag: ContinuationStreamFrame.Tag.push, into: $0.baseAddress!) }
         }
@@ -249,7 +249,7 @@ extension Daemon {
         } catch {
             throw invalid("\(error)")
         }
-        var plaintext = [UInt8](repeating: 0, count: ciphertext.count - SecretStream.overheadBytes)
+        var plaintext = [UInt8](repeating: 0, count: ciphertext.count - RecordStream.overheadBytes)
         let tag = ciphertext.withUnsafeBytes { input in plaintext.withUnsafeMutableBytes { channel.openRecord(input, into: $0.baseAddress!) } }
         guard let tag else {
             throw HandoffError(.signatureMismatch, "A stream record from \(channel.connection.remote) failed authentication.",

@@ -4,18 +4,19 @@ import HandoffCrypto
 import HandoffTransport
 
 /// Transfer frames over TCP after the handshake: each frame is cut into
-/// records of at most 1 MiB, each record sealed by the direction's
-/// secretstream and sent as `u32 length || ciphertext`. The record ending a
-/// frame carries secretstream's PUSH tag. Any altered, dropped, reordered or
+/// records of at most 1 MiB, each record sealed by the direction's record
+/// stream (XChaCha20-Poly1305 secretstream or AES-256-GCM, as the handshake
+/// chose) and sent as `u32 length || ciphertext`. The record ending a
+/// frame carries the PUSH tag. Any altered, dropped, reordered or
 /// replayed record fails to decrypt and ends the connection.
 final class SecureChannel: FrameChannel {
     static let recordPlaintextBytes = 1 << 20
     let connection: StreamConnection
     let session: Handshake.Session
-    private let sender: SecretStream
-    private let receiver: SecretStream
+    private let sender: RecordStream
+    private let receiver: RecordStream
 
-    private init(connection: StreamConnection, session: Handshake.Session, sender: SecretStream, receiver: SecretStream) {
+    private init(connection: StreamConnection, session: Handshake.Session, sender: RecordStream, receiver: RecordStream) {
         self.connection = connection
         self.session = session
         self.sender = sender
@@ -56,6 +57,11 @@ final class SecureChannel: FrameChannel {
     /// reports it as the network's fault (anyone on the path could have sent
     /// it); a pairing refusal keeps its code (pairing has no secret to prove).
     static func unauthenticatedRefusal(_ refusal: TransferFrame.Refusal, purpose: Handshake.Purpose, from peer: String) -> HandoffError {
+        if refusal.code == .invalidRequest {
+            // What a host from before handshake version 5 answers every hello of this one.
+            return HandoffError(.invalidRequest, "The host at \(peer)'s address runs an older handoff that does not speak this one's handshake (\(refusal.message)).",
+                                fix: "Install the same handoff version on both hosts.")
+        }
         switch purpose {
         case .pair:
             return HandoffError(refusal.code, "\(peer) refused: \(refusal.message).",
@@ -79,9 +85,9 @@ final class SecureChannel: FrameChannel {
         do {
             hello = try Handshake.Hello(bytes)
         } catch {
-            if bytes.first != Handshake.version {
-                // An older or newer client hears which version to install; nothing else.
-                try? plain.send(.refusal(.init(code: .invalidRequest, message: "handshake version \(bytes.first ?? 0) is not supported; this host speaks \(Handshake.version)")))
+            if let version = bytes.first, ![Handshake.version, Handshake.fetchVersion3, Handshake.streamVersion4].contains(version) {
+                // A newer client hears which version to install; nothing else.
+                try? plain.send(.refusal(.init(code: .invalidRequest, message: "handshake version \(version) is not supported; this host speaks \(Handshake.version)")))
             }
             throw error
         }
@@ -101,13 +107,13 @@ final class SecureChannel: FrameChannel {
         return try establish(connection, session: try server.receive(clientAuth: auth))
     }
 
-    /// Both sides send their secretstream header, then read the other's.
+    /// Both sides send their record stream's header, then read the other's.
     private static func establish(_ connection: StreamConnection, session: Handshake.Session) throws(HandoffError) -> SecureChannel {
-        let (sender, header) = SecretStream.sender(key: session.sendKey)
+        let (sender, header) = RecordStream.sender(session.cipher, key: session.sendKey)
         do {
             try connection.write(header)
-            let theirs = try connection.read(exactly: SecretStream.headerBytes)
-            guard let receiver = SecretStream.receiver(key: session.receiveKey, header: theirs) else {
+            let theirs = try connection.read(exactly: RecordStream.headerBytes)
+            guard let receiver = RecordStream.receiver(session.cipher, key: session.receiveKey, header: theirs) else {
                 throw HandoffError(.signatureMismatch, "The peer's stream header is invalid.", fix: "Try again.")
             }
             return SecureChannel(connection: connection, session: session, sender: sender, receiver: receiver)
@@ -152,13 +158,13 @@ final class SecureChannel: FrameChannel {
 
     /// Seals one record (length prefix and ciphertext) into `record` and writes it.
     private func writeRecord(_ plaintext: UnsafeRawBufferPointer, last: Bool, reusing record: inout [UInt8]) throws(HandoffError) {
-        let sealedLength = plaintext.count + SecretStream.overheadBytes
+        let sealedLength = plaintext.count + RecordStream.overheadBytes
         if record.count != 4 + sealedLength {
             record = [UInt8](unsafeUninitializedCapacity: 4 + sealedLength) { _, count in count = 4 + sealedLength }
         }
         record.withUnsafeMutableBytes { buffer in
             buffer.storeBytes(of: UInt32(sealedLength).bigEndian, as: UInt32.self)
-            sender.push(plaintext, tag: last ? SecretStream.tagPush : SecretStream.tagMessage, into: buffer.baseAddress! + 4)
+            sender.push(plaintext, tag: last ? RecordStream.tagPush : RecordStream.tagMessage, into: buffer.baseAddress! + 4)
         }
         do {
             try connection.write(record)
@@ -174,7 +180,7 @@ final class SecureChannel: FrameChannel {
         do {
             var reader = ByteReader(try connection.read(exactly: 4))
             let length = Int(try reader.readUInt32BE())
-            guard length >= SecretStream.overheadBytes, length <= Self.recordPlaintextBytes + SecretStream.overheadBytes else {
+            guard length >= RecordStream.overheadBytes, length <= Self.recordPlaintextBytes + RecordStream.overheadBytes else {
                 throw HandoffError(.payloadInvalid, "The peer sent a record of \(length) bytes.", fix: "Make sure both hosts run the same handoff version.")
             }
             if scratch.count < length { scratch = [UInt8](repeating: 0, count: length) }
@@ -233,7 +239,7 @@ final class SecureChannel: FrameChannel {
     /// The first record of a frame, decrypted: its plaintext, header and tag.
     private func receiveOpening(scratch: inout [UInt8], meter: ((Int) -> Void)? = nil) throws(HandoffError) -> (plaintext: [UInt8], kind: UInt8, length: Int, tag: UInt8) {
         let recordLength = try readRecord(into: &scratch, meter: meter)
-        var first = [UInt8](repeating: 0, count: recordLength - SecretStream.overheadBytes)
+        var first = [UInt8](repeating: 0, count: recordLength - RecordStream.overheadBytes)
         let tag = try open(scratch, length: recordLength, into: &first)
         do {
             let (kind, length) = try TransferFrame.bodyLength(header: Array(first.prefix(TransferFrame.headerBytes)))
@@ -257,9 +263,9 @@ final class SecureChannel: FrameChannel {
         guard body.count <= length else { throw Self.tooLong }
         body.reserveCapacity(min(length, 4 * Self.recordPlaintextBytes))
         var tag = firstTag
-        while tag != SecretStream.tagPush {
+        while tag != RecordStream.tagPush {
             let recordLength = try readRecord(into: &scratch)
-            let plaintextLength = recordLength - SecretStream.overheadBytes
+            let plaintextLength = recordLength - RecordStream.overheadBytes
             var plaintext = [UInt8](repeating: 0, count: plaintextLength)
             // Authenticate first: a replayed or injected record is reported as what it is.
             tag = try open(scratch, length: recordLength, into: &plaintext)
@@ -319,7 +325,7 @@ final class SecureChannel: FrameChannel {
         var filled = opening
         var plaintext = [UInt8]()
         var tag = firstTag
-        while tag != SecretStream.tagPush {
+        while tag != RecordStream.tagPush {
             partial = 0
             let recordLength: Int
             do {
@@ -328,7 +334,7 @@ final class SecureChannel: FrameChannel {
                 discarded(partial)
                 throw error
             }
-            let plaintextLength = recordLength - SecretStream.overheadBytes
+            let plaintextLength = recordLength - RecordStream.overheadBytes
             // Room for at least one byte: an empty record still needs a place to point at.
             if plaintext.count < max(plaintextLength, 1) {
                 plaintext = [UInt8](unsafeUninitializedCapacity: max(plaintextLength, 1)) { _, count in count = max(plaintextLength, 1) }
@@ -368,7 +374,7 @@ extension SecureChannel {
     /// Seals `plaintext` under `tag` as `u32 BE length || ciphertext` into `output`
     /// (room for 4 + plaintext + overhead bytes); returns how many bytes it wrote.
     func sealRecord(_ plaintext: UnsafeRawBufferPointer, tag: UInt8, into output: UnsafeMutableRawPointer) -> Int {
-        let sealedLength = plaintext.count + SecretStream.overheadBytes
+        let sealedLength = plaintext.count + RecordStream.overheadBytes
         output.storeBytes(of: UInt32(sealedLength).bigEndian, as: UInt32.self)
         sender.push(plaintext, tag: tag, into: output + 4)
         return 4 + sealedLength

@@ -1,11 +1,12 @@
 import HandoffCore
-import HandoffCrypto
+@testable import HandoffCrypto
 import Testing
 
 /// The static handshake of Docs/PROTOCOL.md ("Handshake"): B (RFC 8032 test 2) connects to
 /// fetch from A (test 1); B's ephemeral secret is RFC 7748 Alice's, A's is Bob's; the PSK and
-/// hint key come from the A-B pair key. Computed independently with Python (hashlib,
-/// cryptography, HChaCha20 by hand).
+/// hint key come from the A-B pair key. Computed independently with Python
+/// (Tests/Vectors/handshake.py: hashlib, cryptography, HChaCha20 by hand).
+/// Version 3, as a host from before version 5 speaks it (still answered).
 enum HandshakeVector {
     static let hello = hex("03 01 8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a 6f4cf4b66a9ee6131bf8f2488cd808dc")
     static let serverHello = hex("""
@@ -27,13 +28,43 @@ enum HandshakeVector {
     static let exporter = hex("5cb855118a16462c4737795ff3cd0c41cf45e73acc6300dadc754509f2ad9112")
 }
 
+/// The same handshake in version 5: B offers both record ciphers (03), A chooses AES-256-GCM (02).
+enum HandshakeVector5 {
+    static let hello = hex("05 01 03 8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a 6f4cf4b66a9ee6131bf8f2488cd808dc")
+    static let serverHello = hex("""
+        de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f
+        4ad21c8cd84efa9fd4750c521201c9b5c7972a11cca33cd21595d03c7d28d6dc
+        f001f00fd57aef5a354c5969039ef84f65cc6a8312fe9323bd10bca44e0e1b1e
+        bc42a1408366eac0c44866811917ce3e2d88274014fd7429d429d2e7ea58a684
+        69f11b034f67d685520aa2e3266e7dd0f4
+        """)
+    static let clientAuth = hex("""
+        d83191edd8bdf4053915a11ab0597c6e9a4a8e33c111c2e12dc6a8d895d725fe
+        49724c2f09cb3460d408d831b682054089695da9fe059ec7f55e8894ad62b799
+        e4c21d3bcf83be407293caf75fb23ccf5b33adb579526d1002b2e012ab027884
+        4a60a52b16fdf9bf1efebb754790fee4
+        """)
+    static let transcriptHash = hex("e7e3e6cd0d6dd84aa36496b913aec369f6af350b130cf9d9528a5751b3bd10fa")
+    static let clientToServer = hex("84c987f3d6f96db13c8803020cbd1465b61c1f9edb18edf67120868133dc6d55")
+    static let serverToClient = hex("4978a10c1662771d864287f9fbdbe305a5a4873e3ec65be7b6e910271adceaae")
+    static let exporter = hex("487147cf49388de88f2498d4ebcc823b5018854587a385b809829f66b8ca3736")
+    /// Two AES-256-GCM records from B under clientToServer and the header 00 01 .. 17.
+    static let recordHeader = Array(UInt8(0)..<UInt8(24))
+    static let records: [(tag: UInt8, plaintext: [UInt8], record: [UInt8])] = [
+        (0, Array("first record".utf8), hex("00 8d194bfcc95cef7a0f3ca6be c2d33c81bebf3127948a8b4f15ae31bb")),
+        (1, [], hex("01 c67e2b559a7e0f121a8c327e1cf58033")),
+    ]
+}
+
 /// The A-B pair's handshake secrets (`PairSecrets`), from the pair key of the vectors.
 let pairSecretsAB = PairSecrets(pairKey: rfcIdentity().pairKey(with: rfcIdentity2().publicKey, agreementKey: rfcIdentity2().agreementKey)!)
 
 extension Handshake.Client {
-    /// A fetch or stream under the A-B pair's secrets; pairing with none.
-    convenience init(identity: Identity, purpose: Handshake.Purpose, ephemeral: EphemeralKey = EphemeralKey()) {
-        self.init(identity: identity, purpose: purpose, secrets: purpose.needsPairSecrets ? pairSecretsAB : nil, ephemeral: ephemeral)
+    /// A fetch or stream under the A-B pair's secrets; pairing with none. `offered` nil: a client from before version 5.
+    convenience init(identity: Identity, purpose: Handshake.Purpose, ephemeral: EphemeralKey = EphemeralKey(),
+                     offering offered: RecordCiphers? = .available) {
+        self.init(identity: identity, purpose: purpose, secrets: purpose.needsPairSecrets ? pairSecretsAB : nil, ephemeral: ephemeral,
+                  offered: offered)
     }
 }
 
@@ -85,7 +116,7 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
         #expect(client.transcriptHash == server.transcriptHash)
         #expect(client.transcriptHash.count == 32)
         #expect(messages.map(\.count) == [Handshake.helloBytes, Handshake.serverHelloBytes, Handshake.clientAuthBytes])
-        #expect(messages.map(\.count) == [50, 144, 112])
+        #expect(messages.map(\.count) == [51, 145, 112])
         #expect(client.exporterKey == server.exporterKey && client.exporterKey != client.sendKey)
     }
 
@@ -95,8 +126,62 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
         #expect(client.purpose == purpose)
         #expect(server.purpose == purpose)
         #expect(messages[0][1] == purpose.rawValue)
-        // Fetch and pairing hellos stay version 3: hosts that predate streams still answer them.
-        #expect(messages[0][0] == (purpose == .stream ? 4 : 3))
+        #expect(messages[0][0] == 5)
+    }
+
+    // MARK: - The record cipher (version 5)
+
+    /// The server chooses AES-256-GCM only when both sides run it; a host from before
+    /// version 5 gets XChaCha20-Poly1305 and the answer it expects.
+    @Test func theServerChoosesWhatBothRun() throws {
+        let both: RecordCiphers = [.xchacha20poly1305, .aes256gcm], xchacha: RecordCiphers = .xchacha20poly1305
+        let cases: [(offered: RecordCiphers, supported: RecordCiphers, expected: RecordCipher)] = [
+            (both, both, .aes256gcm), (xchacha, both, .xchacha20poly1305), (both, xchacha, .xchacha20poly1305), (xchacha, xchacha, .xchacha20poly1305),
+        ]
+        for (offered, supported, expected) in cases {
+            let client = Handshake.Client(identity: beta, purpose: .fetch, offering: offered)
+            let server = Handshake.Server(identity: alpha, supporting: supported)
+            let (_, serverHello) = try server.receive(hello: client.hello)
+            let (auth, clientSession) = try client.receive(serverHello: serverHello)
+            let serverSession = try server.receive(clientAuth: auth)
+            #expect(clientSession.cipher == expected && serverSession.cipher == expected, "\(offered) offered, \(supported) supported")
+            #expect(client.hello[2] == offered.rawValue)
+        }
+    }
+
+    @Test(arguments: [Handshake.Purpose.fetch, .pair, .stream])
+    func aClientFromBeforeVersion5IsAnswered(_ purpose: Handshake.Purpose) throws {
+        let client = Handshake.Client(identity: beta, purpose: purpose, offering: nil)
+        #expect(client.hello.count == Handshake.olderHelloBytes && client.hello[0] == purpose.olderHelloVersion)
+        let server = Handshake.Server(identity: alpha, supporting: [.xchacha20poly1305, .aes256gcm])
+        let (_, serverHello) = try server.receive(hello: client.hello)
+        #expect(serverHello.count == Handshake.olderServerHelloBytes)
+        let (auth, clientSession) = try client.receive(serverHello: serverHello)
+        let serverSession = try server.receive(clientAuth: auth)
+        #expect(clientSession.cipher == .xchacha20poly1305 && serverSession.cipher == .xchacha20poly1305)
+        #expect(clientSession.sendKey == serverSession.receiveKey)
+    }
+
+    /// Someone on the path who clears the AES bit (to force the other cipher) breaks the
+    /// handshake: the server signs the hello it saw.
+    @Test func aDowngradeInTransitFails() throws {
+        let ephemeral = EphemeralKey()
+        let hello = Handshake.Client(identity: beta, purpose: .fetch, ephemeral: ephemeral, offering: [.xchacha20poly1305, .aes256gcm]).hello
+        var downgraded = hello
+        downgraded[2] = RecordCiphers.xchacha20poly1305.rawValue
+        let server = Handshake.Server(identity: alpha, supporting: [.xchacha20poly1305, .aes256gcm])
+        let (_, serverHello) = try server.receive(hello: downgraded)
+        let client = Handshake.Client(identity: beta, purpose: .fetch, ephemeral: ephemeral, offering: [.xchacha20poly1305, .aes256gcm])
+        expectHandshakeFailure("AES bit cleared") { () throws(HandoffError) in _ = try client.receive(serverHello: serverHello) }
+    }
+
+    /// Every hello offers XChaCha20-Poly1305, the cipher every host can fall back to; unknown bits are ignored.
+    @Test func aHelloWithoutXChaChaIsRefusedAndUnknownBitsAreIgnored() throws {
+        var hello = Handshake.Client(identity: beta, purpose: .fetch).hello
+        hello[2] = RecordCiphers.aes256gcm.rawValue
+        expectHandshakeFailure("AES only") { () throws(HandoffError) in _ = try Handshake.Hello(hello) }
+        hello[2] = 0xFF
+        #expect(try Handshake.Hello(hello).offered.contains([.xchacha20poly1305, .aes256gcm]))
     }
 
     @Test func everyHandshakeHasFreshKeys() throws {
@@ -116,7 +201,7 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
     // MARK: - The static vector
 
     @Test func staticVector() throws {
-        let client = Handshake.Client(identity: beta, purpose: .fetch, ephemeral: EphemeralKey(secret: RFC7748.alicePrivate))
+        let client = Handshake.Client(identity: beta, purpose: .fetch, ephemeral: EphemeralKey(secret: RFC7748.alicePrivate), offering: nil)
         let server = Handshake.Server(identity: alpha, ephemeral: EphemeralKey(secret: RFC7748.bobPrivate))
         #expect(client.hello == HandshakeVector.hello)
         let (purpose, serverHello) = try server.receive(hello: client.hello)
@@ -139,13 +224,44 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
 
     /// The recorded messages are accepted by fresh parties holding the same ephemeral secrets.
     @Test func staticVectorMessagesAreAccepted() throws {
-        let client = Handshake.Client(identity: beta, purpose: .fetch, ephemeral: EphemeralKey(secret: RFC7748.alicePrivate))
+        let client = Handshake.Client(identity: beta, purpose: .fetch, ephemeral: EphemeralKey(secret: RFC7748.alicePrivate), offering: nil)
         let (auth, session) = try client.receive(serverHello: HandshakeVector.serverHello)
         #expect(auth == HandshakeVector.clientAuth)
         #expect(session.peerKey.bytes == rfcPublicKey)
         let server = Handshake.Server(identity: alpha, ephemeral: EphemeralKey(secret: RFC7748.bobPrivate))
         _ = try server.receive(hello: HandshakeVector.hello)
         #expect(try server.receive(clientAuth: HandshakeVector.clientAuth).peerKey.bytes == rfcPublicKey2)
+    }
+
+    @Test func staticVectorVersion5() throws {
+        let client = Handshake.Client(identity: beta, purpose: .fetch, ephemeral: EphemeralKey(secret: RFC7748.alicePrivate),
+                                      offering: [.xchacha20poly1305, .aes256gcm])
+        let server = Handshake.Server(identity: alpha, ephemeral: EphemeralKey(secret: RFC7748.bobPrivate),
+                                      supporting: [.xchacha20poly1305, .aes256gcm])
+        #expect(client.hello == HandshakeVector5.hello)
+        let (_, serverHello) = try server.receive(hello: client.hello)
+        #expect(serverHello == HandshakeVector5.serverHello)
+        let (clientAuth, clientSession) = try client.receive(serverHello: serverHello)
+        #expect(clientAuth == HandshakeVector5.clientAuth)
+        let serverSession = try server.receive(clientAuth: clientAuth)
+        for session in [clientSession, serverSession] {
+            #expect(session.cipher == .aes256gcm)
+            #expect(session.transcriptHash == HandshakeVector5.transcriptHash)
+            #expect(session.exporterKey == HandshakeVector5.exporter)
+        }
+        #expect(clientSession.sendKey == HandshakeVector5.clientToServer && serverSession.receiveKey == HandshakeVector5.clientToServer)
+        #expect(clientSession.receiveKey == HandshakeVector5.serverToClient && serverSession.sendKey == HandshakeVector5.serverToClient)
+    }
+
+    @Test(.enabled(if: RecordCiphers.available.contains(.aes256gcm), "AES-256-GCM needs the CPU's AES instructions"))
+    func staticVectorAESRecords() throws {
+        let receiver = try #require(RecordStream.receiver(.aes256gcm, key: HandshakeVector5.clientToServer, header: HandshakeVector5.recordHeader))
+        let sender = RecordStream.aes256gcm(AESGCMStream(key: HandshakeVector5.clientToServer, header: HandshakeVector5.recordHeader))
+        for entry in HandshakeVector5.records {
+            #expect(sender.push(entry.plaintext, tag: entry.tag) == entry.record)
+            let opened = try #require(receiver.pull(entry.record))
+            #expect(opened.plaintext == entry.plaintext && opened.tag == entry.tag)
+        }
     }
 
     // MARK: - Tampering
@@ -243,27 +359,27 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
         }
     }
 
-    @Test(arguments: [UInt8(0), 1, 2, 5, 0xFF])
+    @Test(arguments: [UInt8(0), 1, 2, 6, 0xFF])
     func otherVersionsFail(_ version: UInt8) {
         var hello = Handshake.Client(identity: beta, purpose: .fetch).hello
         hello[0] = version
         let error = #expect(throws: HandoffError.self) { try Handshake.Server(identity: alpha).receive(hello: hello) }
         #expect(error?.code == .invalidRequest)
-        #expect(error?.message == "The peer speaks handshake version \(version); this host speaks 3 and 4.")
+        #expect(error?.message == "The peer speaks handshake version \(version); this host speaks 5 (and answers 3 and 4).")
     }
 
-    @Test(arguments: [UInt8(0), 3, 0xFF])
+    @Test(arguments: [UInt8(0), 4, 0xFF])
     func unknownPurposeFails(_ purpose: UInt8) {
         var hello = Handshake.Client(identity: beta, purpose: .fetch).hello
         hello[1] = purpose
         expectHandshakeFailure("purpose \(purpose)") { () throws(HandoffError) in _ = try Handshake.Server(identity: alpha).receive(hello: hello) }
     }
 
-    /// A purpose travels only in the hello version that has it: a stream in a
-    /// version 3 hello, or a fetch or pairing in a version 4 one, is refused.
+    /// Before version 5 a purpose travelled only in the hello version that had it: a
+    /// stream in a version 3 hello, or a fetch or pairing in a version 4 one, is refused.
     @Test(arguments: [(UInt8(3), Handshake.Purpose.stream), (4, .fetch), (4, .pair)])
     func purposeAndVersionMustMatch(_ version: UInt8, _ purpose: Handshake.Purpose) {
-        var hello = Handshake.Client(identity: beta, purpose: purpose).hello
+        var hello = Handshake.Client(identity: beta, purpose: purpose, offering: nil).hello
         hello[0] = version
         expectHandshakeFailure("purpose \(purpose) in version \(version)") { () throws(HandoffError) in
             _ = try Handshake.Server(identity: alpha).receive(hello: hello)
@@ -274,7 +390,6 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
     @Test func theHintBindsThePurpose() throws {
         let fetch = Handshake.Client(identity: beta, purpose: .fetch).hello
         var asStream = fetch
-        asStream[0] = Handshake.streamVersion
         asStream[1] = Handshake.Purpose.stream.rawValue
         #expect(try Handshake.Hello(fetch).isFrom(pairSecretsAB))
         #expect(!(try Handshake.Hello(asStream)).isFrom(pairSecretsAB))
@@ -330,7 +445,7 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
         #expect(!pairing.isFrom(pairSecretsAB))
         // A hint copied onto another ephemeral key no longer matches (no replay onto a fresh key).
         var moved = first
-        moved[2] ^= 1
+        moved[3] ^= 1
         #expect(!(try Handshake.Hello(moved)).isFrom(pairSecretsAB))
     }
 

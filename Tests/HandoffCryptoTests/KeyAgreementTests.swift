@@ -179,25 +179,28 @@ private let x25519FormOfA = hex("d85e07ec22b0ad881537c2f44d662d1a143cf830c57aca4
     }
 }
 
-@Suite struct SecretStreamTests {
+/// Both record ciphers (RecordStream): the same guarantees, whichever the handshake chose.
+@Suite struct RecordStreamTests {
     static let key = Array(UInt8(0)..<UInt8(32))
+    /// AES-256-GCM only where this CPU runs it (libsodium has none without AES-NI).
+    static let ciphers: [RecordCipher] = RecordCiphers.available.contains(.aes256gcm) ? [.xchacha20poly1305, .aes256gcm] : [.xchacha20poly1305]
 
     /// A sender and a receiver joined by the sender's header.
-    static func pair(key: [UInt8] = key) throws -> (SecretStream, SecretStream) {
-        let (sender, header) = SecretStream.sender(key: key)
-        #expect(header.count == SecretStream.headerBytes)
-        let receiver = try #require(SecretStream.receiver(key: key, header: header))
+    static func pair(_ cipher: RecordCipher, key: [UInt8] = key) throws -> (RecordStream, RecordStream) {
+        let (sender, header) = RecordStream.sender(cipher, key: key)
+        #expect(header.count == RecordStream.headerBytes)
+        let receiver = try #require(RecordStream.receiver(cipher, key: key, header: header))
         return (sender, receiver)
     }
 
     static let messages: [[UInt8]] = [[], Array("one".utf8), [UInt8](repeating: 0xAB, count: 1000), Array("last".utf8)]
 
-    @Test func recordsDecryptInOrderWithTheirTags() throws {
-        let (sender, receiver) = try Self.pair()
-        let tags: [UInt8] = [SecretStream.tagMessage, SecretStream.tagPush, SecretStream.tagMessage, SecretStream.tagPush]
+    @Test(arguments: Self.ciphers) func recordsDecryptInOrderWithTheirTags(_ cipher: RecordCipher) throws {
+        let (sender, receiver) = try Self.pair(cipher)
+        let tags: [UInt8] = [RecordStream.tagMessage, RecordStream.tagPush, RecordStream.tagMessage, RecordStream.tagPush]
         let records = zip(Self.messages, tags).map { sender.push($0, tag: $1) }
         for (record, message) in zip(records, Self.messages) {
-            #expect(record.count == message.count + SecretStream.overheadBytes)
+            #expect(record.count == message.count + RecordStream.overheadBytes)
         }
         for (index, record) in records.enumerated() {
             let opened = try #require(receiver.pull(record), "record \(index)")
@@ -206,109 +209,109 @@ private let x25519FormOfA = hex("d85e07ec22b0ad881537c2f44d662d1a143cf830c57aca4
         }
     }
 
-    @Test func theSamePlaintextTwiceGivesDifferentRecords() throws {
-        let (sender, _) = try Self.pair()
-        #expect(sender.push([1, 2, 3], tag: SecretStream.tagMessage) != sender.push([1, 2, 3], tag: SecretStream.tagMessage))
+    @Test(arguments: Self.ciphers) func theSamePlaintextTwiceGivesDifferentRecords(_ cipher: RecordCipher) throws {
+        let (sender, _) = try Self.pair(cipher)
+        #expect(sender.push([1, 2, 3], tag: RecordStream.tagMessage) != sender.push([1, 2, 3], tag: RecordStream.tagMessage))
         // And two streams with the same key have different headers.
-        #expect(SecretStream.sender(key: Self.key).header != SecretStream.sender(key: Self.key).header)
+        #expect(RecordStream.sender(cipher, key: Self.key).header != RecordStream.sender(cipher, key: Self.key).header)
     }
 
-    @Test func replayedRecordFails() throws {
-        let (sender, receiver) = try Self.pair()
-        let first = sender.push(Self.messages[1], tag: SecretStream.tagMessage)
+    @Test(arguments: Self.ciphers) func replayedRecordFails(_ cipher: RecordCipher) throws {
+        let (sender, receiver) = try Self.pair(cipher)
+        let first = sender.push(Self.messages[1], tag: RecordStream.tagMessage)
         #expect(receiver.pull(first)?.plaintext == Self.messages[1])
         #expect(receiver.pull(first) == nil)
     }
 
-    @Test func reorderedRecordsFail() throws {
-        let (sender, receiver) = try Self.pair()
-        let first = sender.push(Self.messages[1], tag: SecretStream.tagMessage)
-        let second = sender.push(Self.messages[2], tag: SecretStream.tagMessage)
+    @Test(arguments: Self.ciphers) func reorderedRecordsFail(_ cipher: RecordCipher) throws {
+        let (sender, receiver) = try Self.pair(cipher)
+        let first = sender.push(Self.messages[1], tag: RecordStream.tagMessage)
+        let second = sender.push(Self.messages[2], tag: RecordStream.tagMessage)
         #expect(receiver.pull(second) == nil)
         // The failure was the order, not the records: in order, both open.
         #expect(receiver.pull(first)?.plaintext == Self.messages[1])
         #expect(receiver.pull(second)?.plaintext == Self.messages[2])
     }
 
-    @Test func droppedRecordMakesTheNextOneFail() throws {
-        let (sender, receiver) = try Self.pair()
-        #expect(receiver.pull(sender.push(Self.messages[0], tag: SecretStream.tagMessage)) != nil)
-        _ = sender.push(Self.messages[1], tag: SecretStream.tagMessage)  // lost in transit
-        #expect(receiver.pull(sender.push(Self.messages[2], tag: SecretStream.tagMessage)) == nil)
+    @Test(arguments: Self.ciphers) func droppedRecordMakesTheNextOneFail(_ cipher: RecordCipher) throws {
+        let (sender, receiver) = try Self.pair(cipher)
+        #expect(receiver.pull(sender.push(Self.messages[0], tag: RecordStream.tagMessage)) != nil)
+        _ = sender.push(Self.messages[1], tag: RecordStream.tagMessage)  // lost in transit
+        #expect(receiver.pull(sender.push(Self.messages[2], tag: RecordStream.tagMessage)) == nil)
     }
 
-    @Test func alteredRecordFails() throws {
-        let (sender, header) = SecretStream.sender(key: Self.key)
-        let record = sender.push(Self.messages[1], tag: SecretStream.tagPush)
+    @Test(arguments: Self.ciphers) func alteredRecordFails(_ cipher: RecordCipher) throws {
+        let (sender, header) = RecordStream.sender(cipher, key: Self.key)
+        let record = sender.push(Self.messages[1], tag: RecordStream.tagPush)
         for (index, flipped) in singleBitFlips(of: record).enumerated() {
-            let receiver = try #require(SecretStream.receiver(key: Self.key, header: header))
+            let receiver = try #require(RecordStream.receiver(cipher, key: Self.key, header: header))
             #expect(receiver.pull(flipped) == nil, "bit \(index)")
         }
         // A flipped header bit: the stream starts, but its first record does not open.
         for (index, flipped) in singleBitFlips(of: header).enumerated() where index % 5 == 0 {
-            let receiver = try #require(SecretStream.receiver(key: Self.key, header: flipped))
+            let receiver = try #require(RecordStream.receiver(cipher, key: Self.key, header: flipped))
             #expect(receiver.pull(record) == nil, "header bit \(index)")
         }
         // Cut or extended.
-        let receiver = try #require(SecretStream.receiver(key: Self.key, header: header))
+        let receiver = try #require(RecordStream.receiver(cipher, key: Self.key, header: header))
         #expect(receiver.pull(Array(record.dropLast())) == nil)
         #expect(receiver.pull(record + [0]) == nil)
-        #expect(receiver.pull(Array(record.prefix(SecretStream.overheadBytes - 1))) == nil)
+        #expect(receiver.pull(Array(record.prefix(RecordStream.overheadBytes - 1))) == nil)
         #expect(receiver.pull(record)?.plaintext == Self.messages[1])
     }
 
-    @Test func wrongKeyOrHeaderShapeFails() throws {
-        let (sender, header) = SecretStream.sender(key: Self.key)
-        let record = sender.push(Self.messages[1], tag: SecretStream.tagMessage)
-        let other = try #require(SecretStream.receiver(key: Array(Self.key.reversed()), header: header))
+    @Test(arguments: Self.ciphers) func wrongKeyOrHeaderShapeFails(_ cipher: RecordCipher) throws {
+        let (sender, header) = RecordStream.sender(cipher, key: Self.key)
+        let record = sender.push(Self.messages[1], tag: RecordStream.tagMessage)
+        let other = try #require(RecordStream.receiver(cipher, key: Array(Self.key.reversed()), header: header))
         #expect(other.pull(record) == nil)
-        #expect(SecretStream.receiver(key: Self.key, header: Array(header.dropLast())) == nil)
-        #expect(SecretStream.receiver(key: Self.key, header: header + [0]) == nil)
-        #expect(SecretStream.receiver(key: Array(Self.key.dropLast()), header: header) == nil)
+        #expect(RecordStream.receiver(cipher, key: Self.key, header: Array(header.dropLast())) == nil)
+        #expect(RecordStream.receiver(cipher, key: Self.key, header: header + [0]) == nil)
+        #expect(RecordStream.receiver(cipher, key: Array(Self.key.dropLast()), header: header) == nil)
     }
 
     /// The in-place forms SecureChannel uses produce and accept the same records as the array forms.
-    @Test func inPlaceAndArrayFormsInteroperate() throws {
-        let (sender, receiver) = try Self.pair()
+    @Test(arguments: Self.ciphers) func inPlaceAndArrayFormsInteroperate(_ cipher: RecordCipher) throws {
+        let (sender, receiver) = try Self.pair(cipher)
         let message = Array("sealed in place".utf8)
-        var record = [UInt8](repeating: 0, count: message.count + SecretStream.overheadBytes)
+        var record = [UInt8](repeating: 0, count: message.count + RecordStream.overheadBytes)
         message.withUnsafeBytes { input in
-            record.withUnsafeMutableBytes { sender.push(input, tag: SecretStream.tagPush, into: $0.baseAddress!) }
+            record.withUnsafeMutableBytes { sender.push(input, tag: RecordStream.tagPush, into: $0.baseAddress!) }
         }
         let opened = try #require(receiver.pull(record))
         #expect(opened.plaintext == message)
-        #expect(opened.tag == SecretStream.tagPush)
+        #expect(opened.tag == RecordStream.tagPush)
 
-        let second = sender.push(message, tag: SecretStream.tagMessage)
+        let second = sender.push(message, tag: RecordStream.tagMessage)
         var output = [UInt8](repeating: 0, count: message.count)
         var altered = second
         altered[3] ^= 1
         let refused = altered.withUnsafeBytes { input in output.withUnsafeMutableBytes { receiver.pull(input, into: $0.baseAddress!) } }
         #expect(refused == nil)
-        let short = [UInt8](repeating: 0, count: SecretStream.overheadBytes - 1)
+        let short = [UInt8](repeating: 0, count: RecordStream.overheadBytes - 1)
         #expect(short.withUnsafeBytes { input in output.withUnsafeMutableBytes { receiver.pull(input, into: $0.baseAddress!) } } == nil)
         let tag = second.withUnsafeBytes { input in output.withUnsafeMutableBytes { receiver.pull(input, into: $0.baseAddress!) } }
-        #expect(tag == SecretStream.tagMessage)
+        #expect(tag == RecordStream.tagMessage)
         #expect(output == message)
 
         // An empty plaintext, in place both ways.
-        var empty = [UInt8](repeating: 0, count: SecretStream.overheadBytes)
+        var empty = [UInt8](repeating: 0, count: RecordStream.overheadBytes)
         [UInt8]().withUnsafeBytes { input in
-            empty.withUnsafeMutableBytes { sender.push(input, tag: SecretStream.tagPush, into: $0.baseAddress!) }
+            empty.withUnsafeMutableBytes { sender.push(input, tag: RecordStream.tagPush, into: $0.baseAddress!) }
         }
         var nothing: [UInt8] = []
         let emptyTag = empty.withUnsafeBytes { input in nothing.withUnsafeMutableBytes { receiver.pull(input, into: $0.baseAddress!) } }
-        #expect(emptyTag == SecretStream.tagPush)
+        #expect(emptyTag == RecordStream.tagPush)
     }
 
-    @Test func largeRecordsRoundTrip() throws {
-        let (sender, receiver) = try Self.pair()
+    @Test(arguments: Self.ciphers) func largeRecordsRoundTrip(_ cipher: RecordCipher) throws {
+        let (sender, receiver) = try Self.pair(cipher)
         var rng = SplitMix64(seed: 0x5354_524D)
         let big = rng.bytes(1 << 20)
-        let record = sender.push(big, tag: SecretStream.tagPush)
-        #expect(record.count == big.count + SecretStream.overheadBytes)
+        let record = sender.push(big, tag: RecordStream.tagPush)
+        #expect(record.count == big.count + RecordStream.overheadBytes)
         let opened = try #require(receiver.pull(record))
         #expect(opened.plaintext == big)
-        #expect(opened.tag == SecretStream.tagPush)
+        #expect(opened.tag == RecordStream.tagPush)
     }
 }

@@ -127,8 +127,8 @@ final class Relay: Sendable {
     /// Where the first encrypted record starts in each direction: after the handshake
     /// frames (hello 6+34 and clientAuth 6+112, or serverHello 6+144), the 24-byte
     /// secretstream header and the record's 4-byte length.
-    static let firstRecordToServer = 56 + 118 + 24 + 4
-    static let firstRecordToClient = 150 + 24 + 4
+    static let firstRecordToServer = 57 + 118 + 24 + 4
+    static let firstRecordToClient = 151 + 24 + 4
 
     init(flip: (Direction, Int)? = nil) throws {
         let (client, relayClientSide) = try connectedPair("relay client", "relay")
@@ -238,8 +238,8 @@ final class Relay: Sendable {
         #expect(try await received.value.get() == frame)
         let (toServer, toClient) = await relay.finish()
         let frameBytes = (3 << 20) + TransferFrame.headerBytes
-        #expect(toServer.count == 56 + 118 + SecretStream.headerBytes + frameBytes + 4 * (4 + SecretStream.overheadBytes))
-        #expect(toClient.count == 150 + SecretStream.headerBytes)
+        #expect(toServer.count == 57 + 118 + RecordStream.headerBytes + frameBytes + 4 * (4 + RecordStream.overheadBytes))
+        #expect(toClient.count == 151 + RecordStream.headerBytes)
         // The four length prefixes: three full records and the 6 bytes left over.
         var offset = Relay.firstRecordToServer - 4
         var lengths: [UInt32] = []
@@ -249,8 +249,8 @@ final class Relay: Sendable {
             lengths.append(length)
             offset += 4 + Int(length)
         }
-        let full = UInt32(SecureChannel.recordPlaintextBytes + SecretStream.overheadBytes)
-        #expect(lengths == [full, full, full, UInt32(TransferFrame.headerBytes + SecretStream.overheadBytes)])
+        let full = UInt32(SecureChannel.recordPlaintextBytes + RecordStream.overheadBytes)
+        #expect(lengths == [full, full, full, UInt32(TransferFrame.headerBytes + RecordStream.overheadBytes)])
     }
 
     /// Nothing readable crosses the wire: neither identity key nor a frame's contents.
@@ -271,7 +271,7 @@ final class Relay: Sendable {
             #expect(!contains(toClient, secret), "\(Hex.encode(secret))")
         }
         // The relay saw the whole conversation.
-        #expect(toServer.count == 56 + 118 + 24 + 4 + 6 + marker.count + 17)
+        #expect(toServer.count == 57 + 118 + 24 + 4 + 6 + marker.count + 17)
     }
 
     @Test func aByteFlippedInTheFirstRecordFails() async throws {
@@ -303,7 +303,7 @@ final class Relay: Sendable {
 
     /// A flipped stream header is not noticed until the first record fails.
     @Test func aByteFlippedInTheStreamHeaderFails() async throws {
-        let relay = try Relay(flip: (.toServer, 56 + 118 + 7))
+        let relay = try Relay(flip: (.toServer, 57 + 118 + 7))
         let (clientSide, serverSide) = await establish(relay.client, relay.server)
         let client = try clientSide.get(), server = try serverSide.get()
         let sent = Started { result { () throws(HandoffError) in try client.send(.payload([1])) } }
@@ -314,7 +314,7 @@ final class Relay: Sendable {
     }
 
     /// Flipped in the handshake itself: the side that checks it refuses, the other loses the connection.
-    @Test(arguments: [(Relay.Direction.toServer, 56 + 6 + 50), (.toClient, 6 + 3), (.toClient, 6 + 100)])
+    @Test(arguments: [(Relay.Direction.toServer, 57 + 6 + 50), (.toClient, 6 + 3), (.toClient, 6 + 100)])
     func aByteFlippedInTheHandshakeFails(_ direction: Relay.Direction, _ offset: Int) async throws {
         let relay = try Relay(flip: (direction, offset))
         let (clientSide, serverSide) = await establish(relay.client, relay.server)
@@ -342,7 +342,7 @@ final class Relay: Sendable {
     }
 
     @Test func recordLengthsOutOfRangeAreRefused() async throws {
-        for length: UInt32 in [0, 16, UInt32(SecureChannel.recordPlaintextBytes + SecretStream.overheadBytes + 1), .max] {
+        for length: UInt32 in [0, 16, UInt32(SecureChannel.recordPlaintextBytes + RecordStream.overheadBytes + 1), .max] {
             let (clientConnection, serverConnection) = try connectedPair()
             defer { clientConnection.close(); serverConnection.close() }
             let (clientSide, serverSide) = await establish(clientConnection, serverConnection)
@@ -409,7 +409,7 @@ final class Relay: Sendable {
         let old = StreamFrameChannel(connection: oldClient)
         try old.send(.hello([2, 1] + [UInt8](repeating: 9, count: 32)))
         let answer = await onOwnThread { result { () throws(HandoffError) in try old.receive() } }
-        #expect(try answer.get() == .refusal(.init(code: .invalidRequest, message: "handshake version 2 is not supported; this host speaks 3")))
+        #expect(try answer.get() == .refusal(.init(code: .invalidRequest, message: "handshake version 2 is not supported; this host speaks 5")))
         expectFailure(await accepted.value, .invalidRequest)
     }
 }
@@ -421,7 +421,7 @@ final class Relay: Sendable {
 private final class ScriptedPeer: @unchecked Sendable {
     // @unchecked Sendable: used by one test at a time, from one thread at a time.
     let connection: StreamConnection
-    let sender: SecretStream
+    let sender: RecordStream
 
     init(_ connection: StreamConnection, identity: Identity = beta) throws {
         self.connection = connection
@@ -431,15 +431,15 @@ private final class ScriptedPeer: @unchecked Sendable {
         guard case let .serverHello(answer) = try plain.receive() else { throw HandoffError(.payloadInvalid, "no serverHello", fix: "") }
         let (auth, session) = try client.receive(serverHello: answer)
         try plain.send(.clientAuth(auth))
-        let (sender, header) = SecretStream.sender(key: session.sendKey)
+        let (sender, header) = RecordStream.sender(session.cipher, key: session.sendKey)
         self.sender = sender
         try connection.write(header)
-        _ = try connection.read(exactly: SecretStream.headerBytes)
+        _ = try connection.read(exactly: RecordStream.headerBytes)
     }
 
     /// A sealed record with its length prefix, not yet sent.
     func record(_ plaintext: [UInt8], push: Bool) -> [UInt8] {
-        let sealed = sender.push(plaintext, tag: push ? SecretStream.tagPush : SecretStream.tagMessage)
+        let sealed = sender.push(plaintext, tag: push ? RecordStream.tagPush : RecordStream.tagMessage)
         var prefix = ByteWriter()
         prefix.write(UInt32(sealed.count))
         return prefix.bytes + sealed

@@ -17,9 +17,13 @@ enum CryptoTargets {
     /// RFC 7748's Alice (the client's ephemeral) and Bob (the server's).
     static let alice = bytes("77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a")
     static let bob = bytes("5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb")
-    /// The handshake vector's hello: B fetching from A.
-    static let hello = bytes("0301" + "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"
+    /// The version 5 handshake vector's hello: B fetching from A, offering both record ciphers.
+    static let hello = bytes("050103" + "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"
         + "6f4cf4b66a9ee6131bf8f2488cd808dc")
+    static let bothCiphers: RecordCiphers = [.xchacha20poly1305, .aes256gcm]
+    /// The version 5 vector's client-to-server key, and the AES records' header there.
+    static let clientToServer = bytes("84c987f3d6f96db13c8803020cbd1465b61c1f9edb18edf67120868133dc6d55")
+    static let recordHeader = Array(UInt8(0)..<UInt8(24))
 
     /// A sealed datagram from A to B, opened as B opens it: with the period key of the pair, for sender A.
     static func sealedAnnouncement(_ input: [UInt8]) {
@@ -32,7 +36,8 @@ enum CryptoTargets {
     /// The hello parser alone: what it accepts is exactly its fields, in order.
     static func handshakeHelloParse(_ input: [UInt8]) {
         guard let parsed = try? Handshake.Hello(input) else { return }
-        check([parsed.purpose.helloVersion, parsed.purpose.rawValue] + parsed.ephemeral + parsed.hint == input,
+        let offered = parsed.version == Handshake.version ? [parsed.offered.rawValue] : []
+        check([parsed.version, parsed.purpose.rawValue] + offered + parsed.ephemeral + parsed.hint == input,
               "a parsed hello is its fields")
         _ = parsed.isFrom(secrets)
     }
@@ -40,7 +45,7 @@ enum CryptoTargets {
     /// A server (A) answering a hello as the daemon does: the pair's PSK when the hint names B, else the open one.
     static func handshakeHello(_ input: [UInt8]) {
         guard let parsed = try? Handshake.Hello(input) else { return }
-        let server = Handshake.Server(identity: a, ephemeral: EphemeralKey(secret: bob))
+        let server = Handshake.Server(identity: a, ephemeral: EphemeralKey(secret: bob), supporting: bothCiphers)
         if parsed.isFrom(secrets) {
             _ = try? server.answer(parsed, psk: secrets.handshakePSK, expectedClient: b.publicKey)
         } else if parsed.purpose == .pair {
@@ -49,18 +54,37 @@ enum CryptoTargets {
     }
 
     static func handshakeServerHello(_ input: [UInt8]) {
-        let client = Handshake.Client(identity: b, purpose: .fetch, secrets: secrets, ephemeral: EphemeralKey(secret: alice))
+        let client = Handshake.Client(identity: b, purpose: .fetch, secrets: secrets, ephemeral: EphemeralKey(secret: alice), offering: bothCiphers)
         _ = try? client.receive(serverHello: input)
     }
 
     static func handshakeClientAuth(_ input: [UInt8]) {
-        let server = Handshake.Server(identity: a, ephemeral: EphemeralKey(secret: bob))
+        let server = Handshake.Server(identity: a, ephemeral: EphemeralKey(secret: bob), supporting: bothCiphers)
         guard let parsed = try? Handshake.Hello(hello), parsed.isFrom(secrets),
               (try? server.answer(parsed, psk: secrets.handshakePSK, expectedClient: b.publicKey)) != nil else {
             Targets.check(false, "the vector hello is accepted")
             return
         }
         _ = try? server.receive(clientAuth: input)
+    }
+
+    /// Records as they arrive after a version 5 handshake (u32 BE length || record, repeated),
+    /// opened in order under each cipher with the vector's key and header, as SecureChannel does.
+    static func records(_ input: [UInt8]) {
+        var ciphers: [RecordCipher] = [.xchacha20poly1305]
+        if RecordCiphers.available.contains(.aes256gcm) { ciphers.append(.aes256gcm) }
+        for cipher in ciphers {
+            guard let receiver = RecordStream.receiver(cipher, key: clientToServer, header: recordHeader) else { return }
+            var rest = input[...]
+            while rest.count >= 4 {
+                let length = rest.prefix(4).reduce(0) { $0 << 8 | Int($1) }
+                rest = rest.dropFirst(4)
+                guard length >= RecordStream.overheadBytes, length <= rest.count else { break }
+                guard let opened = receiver.pull(Array(rest.prefix(length))) else { break }
+                check(opened.plaintext.count == length - RecordStream.overheadBytes, "a record opens to its length less the overhead")
+                rest = rest.dropFirst(length)
+            }
+        }
     }
 
     /// The daemon's whole path for one datagram from the network, trusting A.

@@ -51,6 +51,7 @@ enum Targets {
         "handshake-hello": CryptoTargets.handshakeHello,
         "handshake-server-hello": CryptoTargets.handshakeServerHello,
         "handshake-client-auth": CryptoTargets.handshakeClientAuth,
+        "records": CryptoTargets.records,
     ]
 
     static func check(_ condition: @autoclosure () -> Bool, _ what: String) {
