@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import HandoffCore
 import HandoffCrypto
@@ -323,30 +324,51 @@ final class SecureChannel: FrameChannel {
             received(opening)
         }
         var filled = opening
-        var plaintext = [UInt8]()
+        // Large payloads are written on a thread of their own while the next record is read and
+        // decrypted; what `received` hears is what is written, so a resume starts from there.
+        guard firstTag != RecordStream.tagPush else {
+            guard opening == region.count else {
+                throw HandoffError(.payloadInvalid, "The frame ended \(region.count - opening) bytes short.", fix: "Make sure both hosts run the same handoff version.")
+            }
+            return nil
+        }
+        let writer = RecordWriter(region: region, pipelined: region.count - opening > 2 * Self.recordPlaintextBytes)
         var tag = firstTag
-        while tag != RecordStream.tagPush {
-            partial = 0
-            let recordLength: Int
-            do {
-                recordLength = try readRecord(into: &scratch, meter: { partial += $0 })
-            } catch {
-                discarded(partial)
-                throw error
+        do throws(HandoffError) {
+            while tag != RecordStream.tagPush {
+                // Each record's end is reported once it is written, in order: a resume starts there.
+                let (plaintext, written) = try writer.nextBuffer()
+                written.forEach(received)
+                partial = 0
+                let recordLength: Int
+                do {
+                    recordLength = try readRecord(into: &scratch, meter: { partial += $0 })
+                } catch {
+                    discarded(partial)
+                    writer.giveBack()
+                    throw error
+                }
+                let plaintextLength = recordLength - RecordStream.overheadBytes
+                // Authenticate first: a replayed or injected record is reported as what it is.
+                // (readRecord refused a record longer than the buffer.)
+                do {
+                    tag = try open(scratch, length: recordLength, into: plaintext.baseAddress!)
+                } catch {
+                    writer.giveBack()
+                    throw error
+                }
+                guard plaintextLength <= region.count - filled else {
+                    writer.giveBack()
+                    throw Self.tooLong
+                }
+                writer.write(count: plaintextLength, at: filled)
+                filled += plaintextLength
             }
-            let plaintextLength = recordLength - RecordStream.overheadBytes
-            // Room for at least one byte: an empty record still needs a place to point at.
-            if plaintext.count < max(plaintextLength, 1) {
-                plaintext = [UInt8](unsafeUninitializedCapacity: max(plaintextLength, 1)) { _, count in count = max(plaintextLength, 1) }
-            }
-            // Authenticate first: a replayed or injected record is reported as what it is.
-            tag = try typed { try plaintext.withUnsafeMutableBytes { try open(scratch, length: recordLength, into: $0.baseAddress!) } }
-            guard plaintextLength <= region.count - filled else { throw Self.tooLong }
-            if plaintextLength > 0 {
-                try typed { try plaintext.withUnsafeBytes { try region.write(UnsafeRawBufferPointer(rebasing: $0[0..<plaintextLength]), at: filled) } }
-            }
-            filled += plaintextLength
-            received(filled)
+            try writer.finish().forEach(received)
+        } catch {
+            // What was authenticated and handed over is written, and reported, before this returns.
+            writer.drain().forEach(received)
+            throw error
         }
         guard filled == region.count else {
             throw HandoffError(.payloadInvalid, "The frame ended \(region.count - filled) bytes short.", fix: "Make sure both hosts run the same handoff version.")
@@ -383,5 +405,100 @@ extension SecureChannel {
     /// Opens one record's ciphertext into `output` (room for ciphertext - overhead bytes); its tag, or nil if inauthentic.
     func openRecord(_ ciphertext: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer) -> UInt8? {
         receiver.pull(ciphertext, into: output)
+    }
+}
+
+/// Writes a payload frame's decrypted records into its region, in order, from two
+/// record buffers: inline, or (`pipelined`) on a thread of its own, so the fetch
+/// thread reads and decrypts the next record while the kernel copies the last
+/// into the memfd (issue 21: that copy cost the receiver about as much as the
+/// decryption). At most one record waits to be written. The fetch thread learns
+/// which records are written (their ends, in order) as it takes buffers back.
+private final class RecordWriter: @unchecked Sendable {
+    // @unchecked Sendable: `buffers` (the pointers), `next` and `pending` belong to the fetch
+    // thread; the worker touches only the bytes of the buffer it was handed, and `progress`
+    // under its lock.
+    private let region: PayloadRegion
+    private let worker: SerialWorker?
+    /// One permit per buffer not in use; libdispatch requires it back at its start value when released.
+    private let free: DispatchSemaphore
+    private let buffers: [UnsafeMutableRawBufferPointer]
+    private var next = 0
+    /// Ends of the records handed over and not yet reported, oldest first.
+    private var pending: [Int] = []
+    /// The end of the last record written, and the first failure (after which nothing more is written).
+    private let progress = Locked<(written: Int, failure: HandoffError?)>((0, nil))
+
+    init(region: PayloadRegion, pipelined: Bool) {
+        self.region = region
+        worker = pipelined ? SerialWorker(name: "payload write") : nil
+        buffers = (0..<(pipelined ? 2 : 1)).map { _ in
+            .allocate(byteCount: SecureChannel.recordPlaintextBytes + 1, alignment: 64)
+        }
+        free = DispatchSemaphore(value: buffers.count)
+    }
+
+    deinit {
+        worker?.close()
+        buffers.forEach { $0.deallocate() }
+    }
+
+    /// A buffer for the next record, once the one it held is written; with the ends of the
+    /// records written since the last call (one at most). Throws the write's failure.
+    func nextBuffer() throws(HandoffError) -> (UnsafeMutableRawBufferPointer, written: [Int]) {
+        free.wait()
+        var written: [Int] = []
+        if pending.count == buffers.count {
+            let (end, failure) = progress.withLock { ($0.written, $0.failure) }
+            if let failure {
+                free.signal()
+                throw failure
+            }
+            precondition(end >= pending[0], "a buffer came back before its record was written")
+            written.append(pending.removeFirst())
+        }
+        let buffer = buffers[next]
+        next = (next + 1) % buffers.count
+        return (buffer, written)
+    }
+
+    /// Returns the buffer `nextBuffer` gave last, unused.
+    func giveBack() {
+        next = (next + buffers.count - 1) % buffers.count
+        free.signal()
+    }
+
+    /// Writes the first `count` bytes of the buffer `nextBuffer` gave last at `position`, then frees that buffer.
+    func write(count: Int, at position: Int) {
+        let index = (next + buffers.count - 1) % buffers.count
+        pending.append(position + count)
+        let job: @Sendable () -> Void = { [self] in
+            if progress.withLock({ $0.failure == nil }) {
+                do throws(HandoffError) {
+                    if count > 0 { try region.write(UnsafeRawBufferPointer(rebasing: buffers[index][0..<count]), at: position) }
+                    progress.withLock { $0.written = position + count }
+                } catch {
+                    progress.withLock { $0.failure = error }
+                }
+            }
+            free.signal()
+        }
+        if let worker { worker.async(job) } else { job() }
+    }
+
+    /// Waits until every record handed over is written; the ends not reported yet. Throws the first failure.
+    func finish() throws(HandoffError) -> [Int] {
+        let written = drain()
+        if let failure = progress.withLock({ $0.failure }) { throw failure }
+        return written
+    }
+
+    /// Waits until every record handed over is written (or failed); the ends of those written, not reported yet.
+    func drain() -> [Int] {
+        for _ in buffers { free.wait() }
+        for _ in buffers { free.signal() }
+        let end = progress.withLock { $0.written }
+        defer { pending.removeAll() }
+        return pending.filter { $0 <= end }
     }
 }

@@ -84,9 +84,11 @@ private func outcome(_ body: () throws(HandoffError) -> FetchedPayload) -> Resul
         #expect(reception.refetchedBytes == 0)
     }
 
-    /// The resume point is the end of the last authenticated record; the second
+    /// The resume point is the end of the last authenticated (and written) record; the second
     /// connection asks from there and gets exactly the rest.
-    @Test(arguments: [1, 2, 3])
+    /// (The payload has four records; the reports of the last two come once all are read,
+    /// the writer being a record behind the reader, so a cut after the third report is too late.)
+    @Test(arguments: [1, 2])
     func aTransferCutAfterSomeRecordsResumesFromTheLastOne(_ records: Int) throws {
         let seen = Recorder<[UInt64]>([])
         let summary = offer().summary
@@ -105,8 +107,11 @@ private func outcome(_ body: () throws(HandoffError) -> FetchedPayload) -> Resul
             return
         }
         #expect(error.code == .connectionLost)
-        let boundary = records * SecureChannel.recordPlaintextBytes - 6
-        #expect(reception.authenticated == boundary)
+        // The end of a record: the last one read before the cut, which is at or after the one
+        // whose report cut it (records already read are still written, and count).
+        let boundary = reception.authenticated
+        let record = SecureChannel.recordPlaintextBytes
+        #expect(boundary % record == record - 6 && boundary >= records * record - 6 && boundary < bigPayload.count, "\(boundary)")
 
         let (second, secondServed) = try channels(serve: honest(bigPayload, seen: seen))
         var starts: [PayloadStart] = []
