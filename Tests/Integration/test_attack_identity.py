@@ -72,7 +72,7 @@ class StrangersLearnNothing(unittest.TestCase):
         # a answered (so the probe reached it), in refusals that name nobody.
         self.assertIn(b"this device is not paired here", answers)
         self.assertIn(b"pairing is not open here", answers)
-        self.assertIn(b"handshake version 2 is not supported; this host speaks 3", answers)
+        self.assertIn(b"handshake version 2 is not supported; this host speaks 5", answers)
         self.assert_reveals_nothing_of("laptop-a", answers, "what a said to a stranger")
         # Its refusals are counted.
         self.assertGreaterEqual(peer_json("laptop-a", "status")["transfers"]["refused"], 2)
