@@ -31,20 +31,14 @@ public final class PayloadBuffer: @unchecked Sendable {
     /// less than a fault per 4 KiB when the bytes are at hand; bytes that arrive in pieces go
     /// to `unmapped(count:)` instead).
     public static func create(count: Int, name: String = "handoff-payload") throws(SystemError) -> PayloadBuffer {
-        guard count >= 0 else { throw SystemError("memfd size", errno: EINVAL) }
-        let fd = try systemCall("memfd_create") { handoff_memfd_create(name) }
-        guard ftruncate(fd, off_t(count)) == 0 else {
-            let error = SystemError("ftruncate")
-            Glibc.close(fd)
-            throw error
+        let buffer = try unmapped(count: count, name: name)
+        guard count > 0 else { return buffer }
+        // On failure the buffer's deinit closes the descriptor.
+        guard let base = mmap(nil, count, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, buffer.fd, 0), base != MAP_FAILED else {
+            throw SystemError("mmap")
         }
-        guard count > 0 else { return PayloadBuffer(fd: fd, count: 0, base: nil, sealed: false) }
-        guard let base = mmap(nil, count, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0), base != MAP_FAILED else {
-            let error = SystemError("mmap")
-            Glibc.close(fd)
-            throw error
-        }
-        return PayloadBuffer(fd: fd, count: count, base: base, sealed: false)
+        buffer.base = base
+        return buffer
     }
 
     /// A buffer of exactly `count` bytes filled by `write(_:at:)`, with no mapping until `seal()`.
