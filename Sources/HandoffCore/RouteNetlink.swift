@@ -84,10 +84,11 @@ public enum RouteNetlink {
         return found
     }
 
-    /// The errno of an NLMSG_ERROR (0: an acknowledgement).
+    /// The errno of an NLMSG_ERROR (0: an acknowledgement). The kernel sends -errno; the
+    /// negation wraps, so a value no kernel sends (INT32_MIN) stays an error instead of a trap.
     public static func errorNumber(_ message: Message) -> Int32? {
         guard message.type == error, message.payload.count >= 4 else { return nil }
-        return -Int32(bitPattern: readNative32(message.payload, 0))
+        return 0 &- Int32(bitPattern: readNative32(message.payload, 0))
     }
 
     public static func route(_ message: Message) -> Route? {

@@ -41,6 +41,9 @@ import Testing
         #expect(decoded == .init(family: 2, destinationLength: 0, table: 254, gateway: [192, 0, 2, 1], outputInterface: 2))
         let unreachable: [UInt8] = [36, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x9b, 0xff, 0xff, 0xff] + [UInt8](repeating: 0, count: 16)
         #expect(RouteNetlink.errorNumber(try RouteNetlink.messages(in: unreachable)[0]) == 101)  // -ENETUNREACH, as the kernel sends it
+        // Found by the route-netlink fuzz target: negating INT32_MIN trapped.
+        let lowest = RouteNetlink.Message(type: RouteNetlink.error, sequence: 1, payload: [0, 0, 0, 0x80])
+        #expect(RouteNetlink.errorNumber(lowest) == Int32.min)
     }
 
     @Test func aLengthPastTheEndIsAnErrorAndAShortAttributeIsSkipped() {
