@@ -8,10 +8,10 @@
 ///   datagram lost to a full receive buffer or a flood would otherwise wait for
 ///   the keepalive), then only a keepalive every `keepaliveMillis`.
 /// - First contact (start, a new or changed network address, a new pairing)
-///   goes by multicast and asks each recipient to answer; when the 15-minute
-///   period turns, every device gets that round's copy by multicast, at this
-///   host's own offset into the turn's first minute (`periodTurnOffsetMillis`),
-///   so the hosts of a network do not all send in the same second.
+///   goes by multicast and asks each recipient to answer; once every 15-minute
+///   period, every device gets one copy by multicast, each at its own random
+///   time in the period (`periodCopyDues`), so the copies of all the hosts of a
+///   network arrive spread over the period instead of together at its turn.
 /// - A device that appears, or asks, is answered with the current state at once.
 /// - A device neither heard nor seen gets nothing; one seen by mDNS or by its
 ///   beacon but not heard gets a probe at most once per keepalive interval.
@@ -78,8 +78,8 @@ public struct AnnounceSchedule: Sendable {
     private var changeRepeatAt: UInt64?
     /// nil: no first contact pending; false: to devices not present; true: to every eligible device.
     private var firstContactPending: Bool?
-    /// The period turned: one multicast copy to every eligible device, due then (see `periodTurned`).
-    private var refreshDueMillis: UInt64?
+    /// The period's multicast copy of each device, due then (see `periodTurned`).
+    private var periodCopiesDue: [DeviceKey: UInt64] = [:]
     /// Devices to answer, with the route the question came by (nil: the device's own route).
     private var answers: [DeviceKey: Route?] = [:]
     /// Devices heard only by unicast, to be asked by multicast (`checkMulticast`).
@@ -99,22 +99,26 @@ public struct AnnounceSchedule: Sendable {
     /// address change), or only to those not present (new pairing, period turn).
     public mutating func firstContact(all: Bool) { firstContactPending = (firstContactPending ?? false) || all }
 
-    /// The 15-minute period turned: every eligible device gets one copy by multicast
-    /// instead of its usual route, asking for an answer only if it is not present. A device
-    /// not heard may be back on a path that healed; one heard learns multicast still
-    /// reaches it (how `doctor` tells a network that filters multicast).
-    public mutating func periodTurned(dueAtMillis: UInt64) { refreshDueMillis = dueAtMillis }
+    /// The 15-minute period turned: each paired device gets one copy by multicast at its time
+    /// in `due` (monotonic), instead of its usual route, asking for an answer only if it is not
+    /// present. A device not heard may be back on a path that healed; one heard learns multicast
+    /// still reaches it (how `doctor` tells a network that filters multicast). A copy not yet sent
+    /// from the period before is replaced.
+    public mutating func periodTurned(due: [DeviceKey: UInt64]) { periodCopiesDue = due }
 
-    /// The window over which the hosts of a network spread their period-turn work (that round,
-    /// and the new mDNS name avahi announces), and this host's place in it: fixed per host (from
-    /// its key), different between hosts. Every host turned in the same second before: (N-1)^2 x 2
-    /// datagrams at once on a network of N paired hosts (issue 21).
-    public static let periodTurnWindowMillis: UInt64 = 60_000
-
-    public static func periodTurnOffsetMillis(for key: DeviceKey) -> UInt64 {
-        let bytes = key.bytes.prefix(4)
-        let value = bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        return value % periodTurnWindowMillis
+    /// When each device's copy of a period goes: at a random time in the period, counted from
+    /// the turn (`intoPeriodMillis` have passed already: a laptop that wakes late in a period
+    /// sends what is overdue at once). At the turn itself every host of a network used to send
+    /// to every device within the same minute: (N-1)^2 x 2 datagrams received by each of N paired
+    /// hosts in that minute (issue 21). Spread this way a host receives them evenly over the period.
+    public static func periodCopyDues(for keys: some Sequence<DeviceKey>, nowMillis now: UInt64, intoPeriodMillis: UInt64,
+                                      periodMillis: UInt64, using random: inout some RandomNumberGenerator) -> [DeviceKey: UInt64] {
+        var due: [DeviceKey: UInt64] = [:]
+        for key in keys {
+            let offset = UInt64.random(in: 0..<periodMillis, using: &random)
+            due[key] = now &+ (offset > intoPeriodMillis ? offset - intoPeriodMillis : 0)
+        }
+        return due
     }
 
     /// The active check that the network carries multicast: each of `keys` gets its next copy
@@ -128,7 +132,7 @@ public struct AnnounceSchedule: Sendable {
         answers[key] = route
     }
 
-    /// Whether anything waits for the spacing to pass (a period-turn round waits for its time too).
+    /// Whether anything waits for the spacing to pass (period copies wait for their own times).
     public var hasPending: Bool {
         changePending || firstContactPending != nil || !answers.isEmpty || !multicastChecks.isEmpty
     }
@@ -139,9 +143,9 @@ public struct AnnounceSchedule: Sendable {
         let repeatDue = changeRepeatAt.map { now >= $0 } ?? false
         if repeatDue { changePending = true }
         let keepaliveDue = lastRoundMillis.map { elapsed(since: $0, now) >= keepaliveMillis } ?? true
-        let refreshDue = refreshDueMillis.map { now >= $0 } ?? false
+        let periodCopies = devices.filter { periodCopiesDue[$0.key].map { now >= $0 } ?? false }
         let probes = devices.filter { isProbeDue($0, now) }
-        guard hasPending || refreshDue || keepaliveDue || !probes.isEmpty else { return nil }
+        guard hasPending || !periodCopies.isEmpty || keepaliveDue || !probes.isEmpty else { return nil }
         if let last = lastSentMillis, elapsed(since: last, now) < minimumSpacingMillis { return nil }
 
         var deliveries: [Delivery] = []
@@ -153,11 +157,10 @@ public struct AnnounceSchedule: Sendable {
         if let all = firstContactPending {
             for device in devices where all || !device.present { add(device, .multicast, answerMe: true) }
         }
-        if refreshDue {
-            for device in devices { add(device, .multicast, answerMe: !device.present) }
-        }
+        // A period copy is a delivery of its own: it does not make a round for every present device.
+        for device in periodCopies { add(device, .multicast, answerMe: !device.present) }
         for device in devices where multicastChecks.contains(device.key) { add(device, .multicast, answerMe: true) }
-        if changePending || keepaliveDue || refreshDue || firstContactPending != nil {
+        if changePending || keepaliveDue || firstContactPending != nil {
             for device in devices where device.present { add(device, device.route, answerMe: false) }
             lastRoundMillis = now
         }
@@ -176,7 +179,9 @@ public struct AnnounceSchedule: Sendable {
         let probing = Set(devices.filter { $0.seen && !$0.present }.map(\.key))
         probed = probed.filter { probing.contains($0.key) }
         changePending = false
-        if refreshDue { refreshDueMillis = nil }
+        // Sent, or not eligible now (it gets a first contact when it is); a device no longer paired goes too.
+        let paired = Set(devices.map(\.key))
+        periodCopiesDue = periodCopiesDue.filter { paired.contains($0.key) && now < $0.value }
         firstContactPending = nil
         answers.removeAll()
         multicastChecks.removeAll()
@@ -197,7 +202,7 @@ public struct AnnounceSchedule: Sendable {
         if hasPending { return max(now, spacingEnd) }
         var deadline = lastRoundMillis.map { $0 &+ keepaliveMillis } ?? now
         if let again = changeRepeatAt { deadline = min(deadline, again) }
-        if let refresh = refreshDueMillis { deadline = min(deadline, refresh) }
+        for device in devices { if let copy = periodCopiesDue[device.key] { deadline = min(deadline, copy) } }
         for device in devices where device.eligible && device.seen && !device.present {
             deadline = min(deadline, probed[device.key].map { $0 &+ keepaliveMillis } ?? now)
         }

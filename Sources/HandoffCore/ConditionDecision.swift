@@ -313,8 +313,10 @@ public enum ConditionDecision {
             if e.purpose == .accept(requireApp: true), let appVerdict = decideApp(p, e) { return appVerdict }
             // Two warnings: the degraded network first; the terminal fallback is by design.
             // At rest announcements come by unicast; multicast carries first contact and one copy
-            // each 15-minute period (Docs/PROTOCOL.md). A peer listed for two periods (one copy
-            // may be lost) from which no multicast came in that time has its multicast filtered.
+            // each 15-minute period, at a random time in it (Docs/PROTOCOL.md), so two copies are at
+            // most two periods apart. A peer listed that long from which no multicast came in that
+            // time, though asked by multicast a minute before (Discovery.multicastChecksDue), has its
+            // multicast filtered.
             let window = 2 * ServiceRecord.rotationSeconds * 1000 + p.ttlMillis
             let multicastRecent = p.announcementsByPath[.multicast].map { $0 + window > now } ?? false
             let listedLongEnough = p.listedSinceMillis.map { $0 + window <= now } ?? false

@@ -32,11 +32,19 @@ public enum DiscoveryToken {
         return Blake2b.keyed(message.bytes, key: tokenKey, outputBytes: DeviceID.fingerprintByteCount)
     }
 
-    /// Which device (given with its discovery secret) published `token` in the previous, current or next period.
+    /// The periods whose tokens are recognised in period `epoch`. A device moves to a period's
+    /// tokens at a random time in that period (spreading the new names over the period), so
+    /// until then it shows the previous period's; one period more on each side allows for a
+    /// clock that is off.
+    public static func recognisedEpochs(around epoch: UInt64) -> [UInt64] {
+        [epoch &- 2, epoch &- 1, epoch, epoch &+ 1]
+    }
+
+    /// Which device (given with its discovery secret) published `token` in a period recognised in `epoch`.
     public static func match(_ token: String, among devices: some Sequence<(key: DeviceKey, secret: [UInt8])>,
                              epoch: UInt64) -> DeviceKey? {
         for device in devices {
-            for candidate in [epoch &- 1, epoch, epoch &+ 1] where Self.token(secret: device.secret, epoch: candidate) == token {
+            for candidate in recognisedEpochs(around: epoch) where Self.token(secret: device.secret, epoch: candidate) == token {
                 return device.key
             }
         }

@@ -132,16 +132,20 @@ extension Daemon {
         keys.rebuild(epoch: epoch, devices: trust.entries.values.compactMap { entry in
             entry.material.map { PeriodKeys.Device(key: entry.key, discoverySecret: $0.discoverySecret, sealChain: $0.sealChain) }
         })
-        guard change == .turned else { return } // the first tokens go out when the paths start (startDiscovery)
-        // This host's place in the turn's first minute: the round and the new mDNS name (which
-        // avahi announces to the whole link) go then, not in the same second as every other host's.
-        // Peers accept the previous period's tokens and seals meanwhile.
-        // Counted from the turn itself (a laptop waking after it has already passed its offset goes at once).
-        let intoTurn = nowMillis &- epoch &* ServiceRecord.rotationSeconds &* 1000
-        let offset = AnnounceSchedule.periodTurnOffsetMillis(for: identity.publicKey)
-        let due = monotonicMillis() &+ (offset > intoTurn ? offset - intoTurn : 0)
-        offering.schedule.periodTurned(dueAtMillis: due)
-        discovery.tokensDue = (epoch: epoch, atMillis: due)
+        guard case let .turned(from) = change else { return } // the first tokens go out when the paths start (startDiscovery)
+        // Nothing of this happens at the turn itself, where every host of a network would do it in
+        // the same minute: each device's multicast copy, and this host's new mDNS name (which avahi
+        // announces to the whole link) and beacon, go at random times in the period. Peers accept
+        // tokens up to two periods old (DiscoveryToken.recognisedEpochs) and seals of the previous
+        // period meanwhile. A clock that skipped a period (a laptop that slept) moves the tokens at once.
+        let periodMillis = ServiceRecord.rotationSeconds * 1000
+        let intoPeriod = nowMillis &- epoch &* periodMillis
+        let mono = monotonicMillis()
+        var random = SystemRandomNumberGenerator()
+        offering.schedule.periodTurned(due: AnnounceSchedule.periodCopyDues(
+            for: trust.entries.keys, nowMillis: mono, intoPeriodMillis: intoPeriod, periodMillis: periodMillis, using: &random))
+        let tokensOffset = from &+ 1 == epoch ? UInt64.random(in: 0..<periodMillis, using: &random) : 0
+        discovery.tokensDue = (epoch: epoch, atMillis: mono &+ (tokensOffset > intoPeriod ? tokensOffset - intoPeriod : 0))
     }
 
     /// The period's new tokens once this host's offset into the turn has passed (`enterPeriod`).

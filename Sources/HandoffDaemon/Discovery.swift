@@ -82,8 +82,9 @@ struct Discovery {
     // MARK: The active multicast check
 
     /// The listed paired devices to ask by multicast now: listed for 10 s, not heard by multicast
-    /// within a period (every host multicasts one copy a period, so at rest on a network that
-    /// carries multicast nothing is due), and not asked within a period. No multicast answer
+    /// within two periods (every host multicasts one copy a period, at a random time in it, so
+    /// two copies are at most two periods apart and at rest on a network that carries multicast
+    /// nothing is due), and not asked within a period. No multicast answer
     /// within 10 s is the evidence for multicast-filtered.
     mutating func multicastChecksDue(_ listed: [Listed], nowMillis now: UInt64) -> [DeviceKey] {
         guard multicast != nil else { return [] }
@@ -92,7 +93,7 @@ struct Discovery {
         multicastChecks = multicastChecks.filter { keys.contains($0.key) }
         let due = listed.filter { peer in
             peer.appearedMillis + Self.multicastCheckAfterMillis <= now
-                && !(peer.heardByMulticastMillis.map { $0 + period + 60_000 > now } ?? false)
+                && !(peer.heardByMulticastMillis.map { $0 + 2 * period + 60_000 > now } ?? false)
                 && (multicastChecks[peer.key].map { $0 + period <= now } ?? true)
         }.map(\.key)
         for key in due { multicastChecks[key] = now }

@@ -4,8 +4,9 @@ import HandoffMDNS
 import HandoffTransport
 
 /// What this host derives from its paired devices for one rotation period: the hints their
-/// sealed announcements arrive under, their Bluetooth beacon tokens and mDNS tokens (each for
-/// the previous, current and next period, so a clock a little off still matches), which mDNS
+/// sealed announcements arrive under (for the previous, current and next period, so a clock a
+/// little off still matches), their Bluetooth beacon tokens and mDNS tokens (from two periods
+/// back: a device moves to a period's tokens at a random time in it), which mDNS
 /// sightings are theirs, and the handshake secrets. One epoch for all of it: before, six caches
 /// each kept their own and could disagree for a moment at a period turn (issue 23).
 ///
@@ -35,13 +36,13 @@ struct PeriodKeys {
         case unchanged
         /// Nothing was built yet (the daemon just started).
         case first
-        /// The period turned (or the clock moved to another one).
-        case turned
+        /// The period turned (or the clock moved to another one) from the period given.
+        case turned(from: UInt64)
     }
 
     func change(at epoch: UInt64) -> Change {
         guard let current = self.epoch else { return .first }
-        return current == epoch ? .unchanged : .turned
+        return current == epoch ? .unchanged : .turned(from: current)
     }
 
     /// Builds every table for `epoch` from the paired set: at a period turn and when the set changes.
@@ -51,9 +52,11 @@ struct PeriodKeys {
         var beaconTokens: [[UInt8]: DeviceKey] = [:]
         var serviceTokens: [String: DeviceKey] = [:]
         for device in devices {
-            for candidate in [epoch &- 1, epoch, epoch &+ 1] {
+            for candidate in DiscoveryToken.recognisedEpochs(around: epoch) {
                 beaconTokens[DiscoveryToken.beaconToken(secret: device.discoverySecret, epoch: candidate)] = device.key
                 serviceTokens[DiscoveryToken.token(secret: device.discoverySecret, epoch: candidate)] = device.key
+            }
+            for candidate in [epoch &- 1, epoch, epoch &+ 1] {
                 guard let periodKey = device.sealChain.key(at: candidate) else { continue }
                 // Every minute of the three periods: 45 hints per paired device, built once a period.
                 for minute in AnnouncementSeal.minutes(of: candidate) {

@@ -103,32 +103,59 @@ import Testing
         #expect(s.nextDeadline(nowMillis: 2_000, devices: devices) == keepalive)
     }
 
-    @Test func thePeriodTurningSendsEachDeviceItsCopyByMulticastAtThisHostsOffset() {
+    @Test func eachDeviceGetsItsPeriodCopyByMulticastAtItsOwnTime() {
         var s = schedule()
-        _ = s.take(nowMillis: 0, devices: [known(a)])
-        s.periodTurned(dueAtMillis: 1_000)
-        // Not before its time: the hosts of a network spread over the turn's first minute.
-        #expect(s.nextDeadline(nowMillis: 500, devices: [known(a)]) == 1_000)
-        #expect(s.take(nowMillis: 500, devices: [known(a), .init(key: b, present: false)]) == nil)
-        let round = s.take(nowMillis: 1_000, devices: [known(a), .init(key: b, present: false)])
-        #expect(round == [.init(key: a, route: .multicast, answerMe: false), .init(key: b, route: .multicast, answerMe: true)])
-        // It counts as the round: the next keepalive is a full interval later.
-        #expect(s.nextDeadline(nowMillis: 1_000, devices: [known(a)]) == 1_000 + keepalive)
+        let devices = [known(a), .init(key: b, present: false)]
+        _ = s.take(nowMillis: 0, devices: devices)
+        s.periodTurned(due: [a: 1_000, b: 5_000])
+        #expect(s.nextDeadline(nowMillis: 500, devices: devices) == 1_000)
+        #expect(s.take(nowMillis: 500, devices: devices) == nil)
+        // Only the device whose time came, and no round for the others: a present device is not asked to answer.
+        #expect(s.take(nowMillis: 1_000, devices: devices) == [.init(key: a, route: .multicast, answerMe: false)])
+        #expect(s.nextDeadline(nowMillis: 1_000, devices: devices) == 5_000)
+        // One not present asks for an answer (its path may have healed).
+        #expect(s.take(nowMillis: 5_000, devices: devices) == [.init(key: b, route: .multicast, answerMe: true)])
+        // The copies do not move the keepalive.
+        #expect(s.nextDeadline(nowMillis: 5_000, devices: devices) == keepalive)
+        #expect(s.take(nowMillis: 6_000, devices: devices) == nil)
     }
 
-    /// Hosts spread over the minute: the offsets of many keys fill it, each fixed for its key.
-    @Test func periodTurnOffsetsSpreadHostsOverTheFirstMinute() throws {
-        var offsets: [UInt64] = []
-        for n in 0..<64 {
-            let key = try #require(DeviceKey(bytes: (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ n &* 131 &+ ($0 == 0 ? n * 37 : 0)) }))
-            offsets.append(AnnounceSchedule.periodTurnOffsetMillis(for: key))
-            #expect(AnnounceSchedule.periodTurnOffsetMillis(for: key) == offsets.last)
-        }
-        #expect(offsets.allSatisfy { $0 < AnnounceSchedule.periodTurnWindowMillis })
-        // 64 hosts over 60 one-second slots: no second holds more than a handful.
-        let perSecond = Dictionary(grouping: offsets) { $0 / 1000 }.values.map(\.count)
-        #expect(perSecond.max() ?? 0 <= 6)
-        #expect(Set(offsets.map { $0 / 1000 }).count >= 30)
+    @Test func aPeriodCopyDueWithTheKeepaliveGoesOnceByMulticast() {
+        var s = schedule()
+        let devices = [known(a), known(b, host: "169.254.10.3")]
+        _ = s.take(nowMillis: 0, devices: devices)
+        s.periodTurned(due: [a: keepalive])
+        #expect(s.take(nowMillis: keepalive, devices: devices) == [
+            .init(key: a, route: .multicast, answerMe: false),
+            .init(key: b, route: .unicast(host: "169.254.10.3", port: 47181), answerMe: false)])
+    }
+
+    @Test func aPeriodCopyForADeviceNoLongerPairedOrNotEligibleIsDropped() {
+        var s = schedule()
+        s.periodTurned(due: [a: 1_000, b: 1_000])
+        let round = s.take(nowMillis: 1_000, devices: [.init(key: a, present: true, eligible: false)])
+        #expect(round?.isEmpty == true)
+        // Nothing left of either: the next thing due is the keepalive.
+        #expect(s.nextDeadline(nowMillis: 1_000, devices: [known(a), known(b)]) == 1_000 + keepalive)
+        #expect(s.take(nowMillis: 2_000, devices: [known(a), known(b)]) == nil)
+    }
+
+    /// Each device's copy at a random time in the period, counted from the turn: a host that
+    /// turns late (it slept) sends what is overdue at once.
+    @Test func periodCopiesSpreadOverThePeriod() {
+        var random = SystemRandomNumberGenerator()
+        let keys = (0..<200).map { n in DeviceKey(bytes: [UInt8](repeating: UInt8(n), count: 31) + [1])! }
+        let period: UInt64 = 900_000
+        let dues = AnnounceSchedule.periodCopyDues(for: keys, nowMillis: 10_000, intoPeriodMillis: 0, periodMillis: period, using: &random)
+        #expect(dues.count == 200)
+        #expect(dues.values.allSatisfy { $0 >= 10_000 && $0 < 10_000 + period })
+        // 200 copies over 15 one-minute slots: every minute has some, none has most.
+        let perMinute = Dictionary(grouping: dues.values) { ($0 - 10_000) / 60_000 }.mapValues(\.count)
+        #expect(perMinute.count == 15)
+        #expect(perMinute.values.max() ?? 0 <= 40)
+        let late = AnnounceSchedule.periodCopyDues(for: keys, nowMillis: 10_000, intoPeriodMillis: 600_000, periodMillis: period, using: &random)
+        #expect(late.values.allSatisfy { $0 >= 10_000 && $0 < 10_000 + 300_000 })
+        #expect(late.values.filter { $0 == 10_000 }.count > 100)
     }
 
     @Test func aNewPairingReachesOnlyDevicesNotHeardByMulticast() {

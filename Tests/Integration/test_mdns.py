@@ -125,14 +125,16 @@ class MDNS(unittest.TestCase):
             lab("stop", "laptop-c")
 
     def test_5_a_name_collision_resolves_to_two_services(self):
-        # The instance name rotates every 15 minutes, at a's offset into the turn's first minute:
-        # keep the test inside one period, past that minute.
+        # a moves to a period's instance name at a random time in that period, and a daemon that
+        # starts takes the current period's at once. Restarted here (not in a period's last minute,
+        # so the test stays inside one period), a registers the name it will ask for again below.
         into = time.time() % 900
-        wait = (900 - into + 62) if into > 840 else max(0.0, 62 - into)
-        if wait:
-            time.sleep(wait)
-            wait_until("a to publish the new period's name", lambda: mdns_status("laptop-a")["instance"] and
-                       mdns_status("laptop-a")["state"].startswith("published"), timeout=10)
+        if into > 840:
+            time.sleep(900 - into + 2)
+        lab("stop", "laptop-a")
+        lab("start", "laptop-a", *MDNS_ONLY)
+        wait_until("a to publish the period's name", lambda: mdns_status("laptop-a")["instance"] and
+                   mdns_status("laptop-a")["state"].startswith("published"), timeout=10)
         instance = self.a_instance()
         lab("stop", "laptop-a")
         wait_until("a's service to go", lambda: not any(s["instance"] == instance for s in browse("laptop-b")))
