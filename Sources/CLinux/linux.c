@@ -3,9 +3,11 @@
 #include "CLinux.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -124,4 +126,12 @@ extern void *swift_task_enqueueGlobal_hook;
 
 void **handoff_enqueue_global_hook(void) {
     return &swift_task_enqueueGlobal_hook;
+}
+
+int handoff_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
+int handoff_pidfd_open(pid_t pid) {
+    return (int)syscall(SYS_pidfd_open, pid, 0);
 }

@@ -79,8 +79,11 @@ public enum Launcher {
     /// Serves the connection on `fd` (standard input under socket activation) and returns the exit status:
     /// 0 when the program was started, 1 when the request was refused or could not be read.
     public static func serve(fd: Int32, log: Log) -> Int32 {
-        serve(StreamConnection.adopting(fd: fd, remote: "handoffd"), log: log,
-              declarations: { AppDeclarations.scanDisk() }, environment: ProcessInfo.processInfo.environment, starter: .current)
+        // Socket activation's variables describe this instance's descriptors, not a program's it starts.
+        let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LISTEN_") }
+        return serve(StreamConnection.adopting(fd: fd, remote: "handoffd"), log: log,
+                     declarations: { AppDeclarations.scanDisk() }, environment: environment,
+                     starter: AppStarter(mode: AppStarter.current.mode, environment: environment))
     }
 
     static func serve(_ connection: StreamConnection, log: Log, declarations: () -> [AppDeclarations.DiskDeclaration],
@@ -123,24 +126,8 @@ public enum Launcher {
         }
         log.info("started \(request.desktopID.map { "app \($0)" } ?? "the browser") (pid \(started.pid))")
         answer(.started)
-        if let status = waitForExit(started.pid, millis: exitWaitMillis) { answer(.exited(status)) }
+        if let status = ChildProcess.waitForExit(started.pid, millis: exitWaitMillis) { answer(.exited(status)) }
         return 0
-    }
-
-    /// The exit status of `pid` if it ends within `millis`; nil while it still runs.
-    static func waitForExit(_ pid: pid_t, millis: Int) -> Int32? {
-        let end = monotonicMillis() + UInt64(millis)
-        var status: Int32 = 0
-        while monotonicMillis() < end {
-            let result = waitpid(pid, &status, WNOHANG)
-            if result == pid {
-                let signal = status & 0x7f
-                return signal == 0 ? (status >> 8) & 0xff : 128 + signal
-            }
-            if result < 0 && errno != EINTR { return nil }
-            usleep(20_000)
-        }
-        return nil
     }
 }
 

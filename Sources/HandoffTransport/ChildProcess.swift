@@ -21,7 +21,8 @@ public enum ChildProcess {
     static let setSessionFlag: Int16 = 0x80
 
     /// Starts `executable` (a path; a bare name is looked up in PATH) with `arguments` after argv[0].
-    /// Standard input is /dev/null. `environment` nil keeps this process's environment.
+    /// Standard input is /dev/null; no other descriptor is inherited past standard error.
+    /// `environment` nil keeps this process's environment.
     public static func spawn(_ executable: String, arguments: [String], environment: [String: String]? = nil,
                              standardOutput: Stream = .inherit, standardError: Stream = .inherit,
                              newSession: Bool = false) throws(SystemError) -> Started {
@@ -39,6 +40,9 @@ public enum ChildProcess {
         if standardError == .null {
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
+        // Only 0, 1 and 2 pass: a descriptor this process holds without CLOEXEC (handoff-launch's
+        // connection, which socket activation also hands it as fd 3) is not the child's business.
+        handoff_spawn_close_from(&actions, 3)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -78,6 +82,24 @@ public enum ChildProcess {
         }
         let signal = status & 0x7f
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+
+    /// The exit status of `pid` if it ends within `millis`; nil while it still runs. Waits on a
+    /// pidfd (Linux 5.3), so nothing polls meanwhile.
+    public static func waitForExit(_ pid: pid_t, millis: Int) -> Int32? {
+        let pidfd = handoff_pidfd_open(pid)
+        guard pidfd >= 0 else { return nil }
+        defer { close(pidfd) }
+        let end = monotonicMillis() &+ UInt64(max(0, millis))
+        var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+        while true {
+            let now = monotonicMillis()
+            guard now < end else { return nil }
+            let ready = poll(&entry, 1, Int32(min(end - now, UInt64(Int32.max))))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { return nil }
+            return waitForExit(pid)
+        }
     }
 
     /// Calls `handler` with the exit status once `pid` ends, from a thread that waits for it.

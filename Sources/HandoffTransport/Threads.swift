@@ -4,19 +4,89 @@ import Glibc
 /// Threads without Foundation's `Thread` (full Foundation brings ICU into every program).
 /// Each is detached and named from inside itself, so the name shows in
 /// /proc/PID/task/*/comm, top and perf (Linux keeps 15 bytes of it).
+///
+/// A thread whose work returned waits up to `parkedSeconds` for the next `start` before it
+/// ends, so the work of an accept, a served fetch or a probe runs on a thread already made:
+/// creating one for each cost a `clone`, a fresh stack faulted in and the scheduler placing a
+/// newcomer, on every hand-off of the 1 KiB path (issue 21). At most `maximumParked` wait.
 public enum Threads {
-    private final class Start {
+    public static let parkedSeconds = 30
+    public static let maximumParked = 8
+
+    private struct Work {
         let name: String
         let body: @Sendable () -> Void
-        init(name: String, body: @escaping @Sendable () -> Void) {
-            self.name = name
-            self.body = body
+    }
+
+    /// One thread waiting for work: its own mutex and condition, so a start wakes it alone.
+    private final class Parked: @unchecked Sendable {
+        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+        /// Under `mutex`.
+        var work: Work?
+
+        init() {
+            mutex.initialize(to: pthread_mutex_t())
+            pthread_mutex_init(mutex, nil)
+            condition.initialize(to: pthread_cond_t())
+            var attributes = pthread_condattr_t()
+            pthread_condattr_init(&attributes)
+            pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+            pthread_cond_init(condition, &attributes)
+            pthread_condattr_destroy(&attributes)
+        }
+
+        deinit {
+            pthread_cond_destroy(condition)
+            pthread_mutex_destroy(mutex)
+            condition.deallocate()
+            mutex.deallocate()
+        }
+
+        func hand(_ next: Work) {
+            pthread_mutex_lock(mutex)
+            work = next
+            pthread_cond_signal(condition)
+            pthread_mutex_unlock(mutex)
+        }
+
+        /// The next work, or nil once `parkedSeconds` passed with none and this thread is no
+        /// longer on offer (a `start` that took it meanwhile hands it work, which it waits for).
+        func next() -> Work? {
+            var deadline = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &deadline)
+            deadline.tv_sec += parkedSeconds
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            var withdrawn = false
+            while work == nil {
+                if withdrawn {
+                    pthread_cond_wait(condition, mutex)
+                } else if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT, work == nil {
+                    // Lock order: `parked` is taken without this mutex held anywhere else.
+                    pthread_mutex_unlock(mutex)
+                    withdrawn = Threads.withdraw(self)
+                    pthread_mutex_lock(mutex)
+                    if withdrawn { return nil }
+                    withdrawn = true  // taken by a start: its work is on the way
+                }
+            }
+            defer { work = nil }
+            return work
         }
     }
 
-    /// Runs `body` on a new thread called `name`.
+    /// Threads waiting for work, the most recently parked last (its stack is the warmest).
+    private static let parked = Locked<[Parked]>([])
+
+    /// Runs `body` on a thread called `name`: a parked one if any waits, else a new one.
     public static func start(_ name: String, _ body: @escaping @Sendable () -> Void) {
-        let start = Unmanaged.passRetained(Start(name: name, body: body)).toOpaque()
+        let work = Work(name: name, body: body)
+        if let waiting = parked.withLock({ $0.popLast() }) {
+            waiting.hand(work)
+            return
+        }
+        let start = Unmanaged.passRetained(Box(work)).toOpaque()
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
@@ -27,11 +97,46 @@ public enum Threads {
         if status != 0 { fatalError("pthread_create failed: \(String(cString: strerror(status)))") }
     }
 
+    /// How many threads wait for work now.
+    static var parkedCount: Int { parked.withLock { $0.count } }
+
+    /// Removes `thread` from the parked ones; false when a `start` took it first.
+    private static func withdraw(_ thread: Parked) -> Bool {
+        parked.withLock { list in
+            guard let index = list.firstIndex(where: { $0 === thread }) else { return false }
+            list.remove(at: index)
+            return true
+        }
+    }
+
+    private final class Box {
+        let work: Work
+        init(_ work: Work) { self.work = work }
+    }
+
     private static let threadEntry: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? = { argument in
-        let start = Unmanaged<Start>.fromOpaque(argument!).takeRetainedValue()
-        setName(start.name)
-        start.body()
+        var work: Work? = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().work
+        let me = Parked()
+        while work != nil {
+            run(&work)
+            let offered = parked.withLock { list -> Bool in
+                guard list.count < maximumParked else { return false }
+                list.append(me)
+                return true
+            }
+            guard offered else { break }
+            setName("parked")
+            work = me.next()
+        }
         return nil
+    }
+
+    /// Runs the work and lets go of it (and of all it holds, a connection, a continuation)
+    /// before the thread parks.
+    private static func run(_ work: inout Work?) {
+        guard let current = work.take() else { return }
+        setName(current.name)
+        current.body()
     }
 
     /// Names the calling thread (the first 15 bytes, the kernel's limit).

@@ -43,16 +43,23 @@ import Testing
         #expect(status == 7)
     }
 
-    @Test func threadsCarryTheirNameInProc() async {
-        let name = await withCheckedContinuation { done in
-            Threads.start("handoff test thread, long") {
-                var buffer = [UInt8](repeating: 0, count: 32)
-                let fd = open("/proc/thread-self/comm", O_RDONLY)
-                let count = read(fd, &buffer, buffer.count)
-                close(fd)
-                done.resume(returning: String(decoding: buffer[..<max(0, count)], as: UTF8.self))
-            }
-        }
-        #expect(name == "handoff test th\n")
+    /// handoff-launch holds its connection as fd 3 (socket activation) without CLOEXEC: systemd-run inherited it.
+    @Test func aDescriptorWithoutCloexecIsNotInherited() throws {
+        let fd = open("/dev/null", O_RDONLY)
+        defer { close(fd) }
+        #expect(fd > 2)
+        let script = "[ -e /proc/$$/fd/\(fd) ] && echo inherited || echo closed; [ -e /proc/$$/fd/2 ] && echo stderr"
+        let (status, output) = try ChildProcess.run("/bin/sh", arguments: ["-c", script])
+        #expect(status == 0)
+        #expect(String(decoding: output, as: UTF8.self) == "closed\nstderr\n")
+    }
+
+    @Test func waitingWithATimeoutGivesTheStatusOrNilWhileItRuns() throws {
+        let quick = try ChildProcess.spawn("/bin/sh", arguments: ["-c", "exit 3"])
+        #expect(ChildProcess.waitForExit(quick.pid, millis: 5_000) == 3)
+        let slow = try ChildProcess.spawn("/bin/sleep", arguments: ["5"])
+        #expect(ChildProcess.waitForExit(slow.pid, millis: 100) == nil)
+        kill(slow.pid, SIGTERM)
+        #expect(ChildProcess.waitForExit(slow.pid, millis: 5_000) == 128 + SIGTERM)
     }
 }

@@ -85,7 +85,8 @@ class TwoHosts(unittest.TestCase):
         EventExecutor's threads (libdispatch's workers, which /proc shows as "...-qos...", would mean
         the executor hook is not in effect), and every other thread names itself."""
         ours = ("handoffd", "executor ", "local API", "transfer", "multicast recei", "unicast receive", "netlink",
-                "desktop files", "events", "avahi", "wait ", "fetch", "pairing", "condition probe", "stream")
+                "desktop files", "events", "avahi", "wait ", "fetch", "pairing", "condition probe", "stream",
+                "parked")  # a thread whose work returned, waiting for the next (Threads)
         lab_dir = os.environ.get("HANDOFF_LAB_DIR", "/tmp/handoff-lab")
         with open(os.path.join(lab_dir, "laptop-a", "handoffd.pid")) as handle:
             pid = handle.read().strip()

@@ -2,6 +2,7 @@
 #define HANDOFF_CLINUX_H
 #include <stddef.h>
 #include <sys/types.h>
+#include <spawn.h>
 
 /* Linux calls and macros Swift's Glibc module does not import:
    memfd_create (needs _GNU_SOURCE) and the CMSG_* macros of SCM_RIGHTS. */
@@ -34,6 +35,11 @@ int handoff_set_thread_name(const char *name);
 
 /* pipe2(fds, O_CLOEXEC): no other thread's child inherits the ends (needs _GNU_SOURCE). */
 int handoff_pipe_cloexec(int fds[2]);
+/* posix_spawn_file_actions_addclosefrom_np (glibc 2.34), declared only with _GNU_SOURCE:
+   the child closes every descriptor from `from` on. */
+int handoff_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
+/* pidfd_open(2) (Linux 5.3): readable once the process ended; -1 with errno otherwise. */
+int handoff_pidfd_open(pid_t pid);
 
 /* The address of Swift concurrency's global-executor hook (swift_task_enqueueGlobal_hook). */
 void **handoff_enqueue_global_hook(void);

@@ -1,0 +1,64 @@
+import Glibc
+@testable import HandoffTransport
+import Testing
+
+@Suite(.serialized) struct ThreadsTests {
+    private func comm() -> String {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let fd = open("/proc/thread-self/comm", O_RDONLY)
+        let count = read(fd, &buffer, buffer.count)
+        close(fd)
+        return String(decoding: buffer[..<max(0, count)], as: UTF8.self)
+    }
+
+    private func run(_ name: String) async -> (tid: pthread_t, name: String) {
+        await withCheckedContinuation { done in
+            Threads.start(name) { done.resume(returning: (pthread_self(), comm())) }
+        }
+    }
+
+    @Test func threadsCarryTheirNameInProc() async {
+        #expect(await run("handoff test thread, long").name == "handoff test th\n")
+    }
+
+    /// A thread whose work returned parks and takes the next start, under the new work's name.
+    @Test func aFinishedThreadRunsTheNextWork() async throws {
+        let first = await run("first work")
+        var waited = 0
+        while Threads.parkedCount == 0 && waited < 2_000 {
+            Threads.sleep(seconds: 0.001)
+            waited += 1
+        }
+        try #require(Threads.parkedCount > 0)
+        let second = await run("second work")
+        #expect(second.name == "second work\n")
+        // Another test's work may have taken the thread that ran the first; then this one is parked too.
+        #expect(second.tid == first.tid || Threads.parkedCount > 0)
+    }
+
+    /// Work that is still running is not handed more: many at once each get a thread.
+    @Test func concurrentWorkGetsThreadsOfItsOwn() async {
+        let tids = await withTaskGroup(of: pthread_t.self) { group in
+            let gate = Locked(0)
+            for _ in 0..<12 {
+                group.addTask {
+                    await withCheckedContinuation { done in
+                        Threads.start("concurrent") {
+                            gate.withLock { $0 += 1 }
+                            // Hold the thread until all twelve run, so none can be reused.
+                            while gate.withLock({ $0 }) < 12 { Threads.sleep(seconds: 0.001) }
+                            done.resume(returning: pthread_self())
+                        }
+                    }
+                }
+            }
+            var all: [pthread_t] = []
+            for await tid in group { all.append(tid) }
+            return all
+        }
+        #expect(Set(tids).count == 12)
+        // At most `maximumParked` stay.
+        Threads.sleep(seconds: 0.05)
+        #expect(Threads.parkedCount <= Threads.maximumParked)
+    }
+}
