@@ -1,5 +1,4 @@
 import CSystemd
-import Dispatch
 import FoundationEssentials
 import Glibc
 import HandoffBluetooth
@@ -41,7 +40,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     private let status: Locked<BluetoothStatus>
     private let inbox = Locked<[@Sendable (BlueZPresence) -> Void]>([])
     private let wakeup: Int32
-    private let finished = DispatchSemaphore(value: 0)
+    private let finished = Signals(value: 0)
     private let started = Atomic<Bool>(false)
 
     // Owner thread only.
@@ -128,7 +127,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     public func stop() {
         guard started.load(ordering: .acquiring) else { return }
         submit { presence in presence.stopping = true }
-        _ = finished.wait(timeout: .now() + 3)
+        _ = finished.wait(millis: 3_000)
     }
 
     private func submit(_ work: @escaping @Sendable (BlueZPresence) -> Void) {

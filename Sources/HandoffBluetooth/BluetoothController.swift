@@ -1,4 +1,3 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
 import HandoffCore
@@ -17,11 +16,11 @@ final class BluetoothController: Sendable {
 
     struct Pending {
         let opcode: UInt16
-        let done: DispatchSemaphore
+        let done: Signals
         var event: HCIEvent?
     }
 
-    static let commandTimeout: DispatchTimeInterval = .seconds(2)
+    static let commandTimeoutMillis = 2_000
 
     init(transport: any HCITransport) {
         self.transport = transport
@@ -98,7 +97,7 @@ final class BluetoothController: Sendable {
 
     private func completion(of command: HCICommand) throws(HandoffError) -> (event: HCIEvent, status: UInt8) {
         try commandLock.withLock { _ throws(HandoffError) -> (event: HCIEvent, status: UInt8) in
-            let done = DispatchSemaphore(value: 0)
+            let done = Signals(value: 0)
             pending.withLock { $0 = Pending(opcode: command.opcode, done: done) }
             defer { pending.withLock { $0 = nil } }
             let packet: [UInt8]
@@ -108,7 +107,7 @@ final class BluetoothController: Sendable {
                 throw HandoffError(.internal, "Cannot encode \(command.name): \(error).", fix: "Report this as a bug.")
             }
             try transport.send(packet)
-            guard done.wait(timeout: .now() + Self.commandTimeout) == .success,
+            guard done.wait(millis: Self.commandTimeoutMillis),
                   let event = pending.withLock({ $0?.event }) else {
                 throw HandoffError(.bluetooth, "The controller did not answer \(command.name).",
                                    fix: "Check that the controller is powered and not held by another program.")

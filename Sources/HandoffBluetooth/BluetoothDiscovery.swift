@@ -1,4 +1,3 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
 import HandoffCore
@@ -60,7 +59,7 @@ public final class BluetoothDiscovery: BluetoothPresence {
     private func supervise(observer: @escaping @Sendable (DiscoveryObservation) -> Void) {
         let companyID = configuration.companyID
         while !stopped.load(ordering: .acquiring) {
-            let lost = DispatchSemaphore(value: 0)
+            let lost = Signals(value: 0)
             var opened: BluetoothController?
             do throws(HandoffError) {
                 let transport = try HCITransports.open(configuration.device)

@@ -1,4 +1,3 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
 import HandoffTransport
@@ -8,7 +7,7 @@ import HandoffTransport
 /// so blocking here cannot starve Swift concurrency.
 func waitFor<T: Sendable>(_ operation: @escaping @Sendable () async -> T) -> T {
     let result = Locked<T?>(nil)
-    let done = DispatchSemaphore(value: 0)
+    let done = Signals(value: 0)
     Task {
         let value = await operation()
         result.withLock { $0 = value }

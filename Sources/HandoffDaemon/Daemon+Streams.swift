@@ -1,4 +1,3 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
 import HandoffAPI
@@ -286,12 +285,12 @@ final class StreamRelay: @unchecked Sendable {
     var peerKey: DeviceKey { channel.session.peerKey }
     private let state = Locked(StreamRelayState())
     /// Signalled once both directions ended, for `join`.
-    private let bothEnded = DispatchSemaphore(value: 0)
+    private let bothEnded = Signals(value: 0)
     /// Originating side: the app's reply was written (true) or could not be (false).
-    private let replied = DispatchSemaphore(value: 0)
+    private let replied = Signals(value: 0)
     private let replyOutcome = Locked(false)
     /// Originating side: `accepted` went to the peer, so data may follow it.
-    private let peerReady = DispatchSemaphore(value: 0)
+    private let peerReady = Signals(value: 0)
 
     init(app: StreamConnection, channel: SecureChannel, role: Role) {
         self.app = app

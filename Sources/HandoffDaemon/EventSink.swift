@@ -1,4 +1,3 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
 import HandoffAPI
@@ -61,11 +60,11 @@ final class EventSink: Sendable {
     /// `millis`, then ends every connection whether or not its subscriber read
     /// it. Blocks the calling thread, never an actor.
     static func finish(_ sinks: [EventSink], withinMillis millis: Int) {
-        let drained = DispatchSemaphore(value: 0)
+        let drained = Signals(value: 0)
         for sink in sinks { sink.queue.async { drained.signal() } }
-        let deadline = DispatchTime.now() + .milliseconds(millis)
+        let end = monotonicMillis() &+ UInt64(max(0, millis))
         var waiting = sinks.count
-        while waiting > 0, drained.wait(timeout: deadline) == .success { waiting -= 1 }
+        while waiting > 0, drained.wait(millis: Int(end &- min(end, monotonicMillis()))) { waiting -= 1 }
         for sink in sinks { sink.connection.close() }
     }
 }

@@ -1,4 +1,3 @@
-import Dispatch
 import Glibc
 import HandoffCore
 import HandoffCrypto
@@ -421,7 +420,7 @@ private final class RecordWriter: @unchecked Sendable {
     private let region: PayloadRegion
     private let worker: SerialWorker?
     /// One permit per buffer not in use; libdispatch requires it back at its start value when released.
-    private let free: DispatchSemaphore
+    private let free: Signals
     private let buffers: [UnsafeMutableRawBufferPointer]
     private var next = 0
     /// Ends of the records handed over and not yet reported, oldest first.
@@ -435,7 +434,7 @@ private final class RecordWriter: @unchecked Sendable {
         buffers = (0..<(pipelined ? 2 : 1)).map { _ in
             .allocate(byteCount: SecureChannel.recordPlaintextBytes + 1, alignment: 64)
         }
-        free = DispatchSemaphore(value: buffers.count)
+        free = Signals(value: buffers.count)
     }
 
     deinit {

@@ -510,7 +510,7 @@ final class RequestQueue: Sendable {
     }
 
     private let jobs = Locked<[Job]>([])
-    private let ready = DispatchSemaphore(value: 0)
+    private let ready = Signals(value: 0)
 
     func add(_ job: Job) {
         let added = jobs.withLock { jobs in

@@ -13,66 +13,24 @@ public enum Threads {
     public static let parkedSeconds = 30
     public static let maximumParked = 8
 
-    private struct Work {
+    private struct Work: Sendable {
         let name: String
         let body: @Sendable () -> Void
     }
 
-    /// One thread waiting for work: its own mutex and condition, so a start wakes it alone.
-    private final class Parked: @unchecked Sendable {
-        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-        /// Under `mutex`.
-        var work: Work?
+    /// One thread waiting for work: its own lock and condition, so a start wakes it alone.
+    private final class Parked: Sendable {
+        private let slot = Locked<Work?>(nil)
 
-        init() {
-            mutex.initialize(to: pthread_mutex_t())
-            pthread_mutex_init(mutex, nil)
-            condition.initialize(to: pthread_cond_t())
-            var attributes = pthread_condattr_t()
-            pthread_condattr_init(&attributes)
-            pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-            pthread_cond_init(condition, &attributes)
-            pthread_condattr_destroy(&attributes)
-        }
-
-        deinit {
-            pthread_cond_destroy(condition)
-            pthread_mutex_destroy(mutex)
-            condition.deallocate()
-            mutex.deallocate()
-        }
-
-        func hand(_ next: Work) {
-            pthread_mutex_lock(mutex)
-            work = next
-            pthread_cond_signal(condition)
-            pthread_mutex_unlock(mutex)
-        }
+        func hand(_ next: Work) { slot.withLockWakingWaiters { $0 = next } }
 
         /// The next work, or nil once `parkedSeconds` passed with none and this thread is no
         /// longer on offer (a `start` that took it meanwhile hands it work, which it waits for).
         func next() -> Work? {
-            var deadline = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &deadline)
-            deadline.tv_sec += parkedSeconds
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
-            var withdrawn = false
-            while work == nil {
-                if withdrawn {
-                    pthread_cond_wait(condition, mutex)
-                } else if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT, work == nil {
-                    // Lock order: `parked` is taken without this mutex held anywhere else.
-                    pthread_mutex_unlock(mutex)
-                    withdrawn = Threads.withdraw(self)
-                    pthread_mutex_lock(mutex)
-                    if withdrawn { return nil }
-                    withdrawn = true  // taken by a start: its work is on the way
-                }
-            }
-            defer { work = nil }
-            return work
+            let taken = { (work: inout Work?) in work.take() }
+            if let work = slot.wait(until: { $0 != nil }, millis: parkedSeconds * 1000, then: taken) { return work }
+            if Threads.withdraw(self) { return nil }
+            return slot.wait(until: { $0 != nil }, then: taken) ?? nil
         }
     }
 

@@ -1,4 +1,3 @@
-import Dispatch
 import FoundationEssentials
 import Glibc
 import HandoffAPI
@@ -271,7 +270,7 @@ struct Runner {
     /// instead (both show the code): whichever comes first.
     private func answer(session: Int64, peer: String) -> Answer {
         let answer = Locked<Answer?>(nil)
-        let ready = DispatchSemaphore(value: 0)
+        let ready = Signals(value: 0)
         @Sendable func settle(_ value: Answer) {
             let first = answer.withLock { current in
                 guard current == nil else { return false }
