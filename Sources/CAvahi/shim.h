@@ -5,6 +5,8 @@
 #include <avahi-client/publish.h>
 #include <avahi-common/address.h>
 #include <avahi-common/alternative.h>
+#include <avahi-common/defs.h>
+#include <avahi-common/domain.h>
 #include <avahi-common/error.h>
 #include <avahi-common/malloc.h>
 #include <avahi-common/strlst.h>

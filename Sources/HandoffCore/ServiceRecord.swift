@@ -56,3 +56,46 @@ public struct ServiceRecord: Equatable, Sendable {
 
     public static func epoch(wallClockMillis: UInt64) -> UInt64 { wallClockMillis / 1000 / rotationSeconds }
 }
+
+/// The resource data of the records a DNS-SD service is made of (RFC 6763 section 4 and 6,
+/// RFC 2782), in DNS wire format, for publishing them one by one (`AvahiDiscovery`) rather
+/// than as avahi's whole service, whose shared `_services._dns-sd._udp` record is withdrawn and
+/// re-announced by every host on the link each time a name changes.
+public enum ServiceRecordData {
+    /// A name from its labels: each a length byte and its bytes, then the root. Nil when a
+    /// label is empty or longer than 63 bytes, or the name longer than 255.
+    public static func name(_ labels: [String]) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        for label in labels {
+            let utf8 = Array(label.utf8)
+            guard !utf8.isEmpty, utf8.count <= 63 else { return nil }
+            bytes.append(UInt8(utf8.count))
+            bytes += utf8
+        }
+        bytes.append(0)
+        return bytes.count <= 255 ? bytes : nil
+    }
+
+    /// A dotted name's labels (a host name or a domain: their labels hold no dots).
+    public static func labels(_ dotted: String) -> [String] {
+        dotted.split(separator: ".", omittingEmptySubsequences: true).map(String.init)
+    }
+
+    /// SRV: priority 0, weight 0, the port, the target host.
+    public static func service(port: UInt16, target: [String]) -> [UInt8]? {
+        name(target).map { [0, 0, 0, 0, UInt8(port >> 8), UInt8(port & 0xff)] + $0 }
+    }
+
+    /// TXT: each string behind its length byte; nil when one is longer than 255 bytes.
+    /// No strings is one empty string (RFC 6763 section 6.1).
+    public static func text(_ strings: [String]) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        for string in strings {
+            let utf8 = Array(string.utf8)
+            guard utf8.count <= ServiceRecord.maximumTXTStringBytes else { return nil }
+            bytes.append(UInt8(utf8.count))
+            bytes += utf8
+        }
+        return bytes.isEmpty ? [0] : bytes
+    }
+}

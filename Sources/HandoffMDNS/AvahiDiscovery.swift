@@ -37,7 +37,13 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
 
     private var poll: OpaquePointer?
     private var client: OpaquePointer?
+    /// The service's own records (PTR, SRV, TXT): made afresh for every name.
     private var group: OpaquePointer?
+    /// The `_services._dns-sd._udp` record that lists `_handoff._tcp` (RFC 6763 section 9), in a
+    /// group of its own for as long as this host publishes. Published with the service (avahi's
+    /// `add_service`), every new name withdrew it, and every other host's avahi announced its own
+    /// copy again on both families: 2 x (N-1) packets per name change on a link of N hosts.
+    private var typeGroup: OpaquePointer?
     private var browser: OpaquePointer?
     private var retryTimer: OpaquePointer?
     /// The pacer's one timer: the next commit it allows, or its watchdog.
@@ -114,9 +120,10 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
         pacingTimer = nil
         if let namingTimer { handoff_avahi_timeout_free(avahi_threaded_poll_get(poll), namingTimer) }
         namingTimer = nil
-        if let client { avahi_client_free(client) } // frees the group, browser and resolvers too
+        if let client { avahi_client_free(client) } // frees the groups, browser and resolvers too
         client = nil
         group = nil
+        typeGroup = nil
         browser = nil
         avahi_threaded_poll_free(poll)
         self.poll = nil
@@ -177,8 +184,9 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
             setState("unavailable: avahi-daemon is not running; waiting for it", available: false, published: .some(nil))
         case AVAHI_CLIENT_FAILURE:
             let error = avahi_client_errno(changed)
-            // Freeing the client frees its group and browser: forget them first.
+            // Freeing the client frees its groups and browser: forget them first.
             group = nil
+            typeGroup = nil
             browser = nil
             pacer.withdrawn()
             avahi_client_free(changed)
@@ -242,22 +250,21 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
     }
 
     /// Registers the record in a fresh entry group (freeing the old one withdraws what it held):
-    /// a new group starts without the hold-off avahi piles onto a group committed often.
+    /// a new group starts without the hold-off avahi piles onto a group committed often. The
+    /// service type's listing stays in its own group (`typeGroup`).
     private func commit() {
         guard let client, avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING,
               let record, let name = registeredName else { return }
-        freeGroup()
+        if let group { avahi_entry_group_free(group) }
+        group = nil
+        if typeGroup == nil { publishServiceType(client) }
         let context = Unmanaged.passUnretained(self).toOpaque()
         group = avahi_entry_group_new(client, groupTrampoline, context)
         guard let group else {
             setState("error: cannot create an entry group: \(String(cString: avahi_strerror(avahi_client_errno(client))))")
             return
         }
-        var list: UnsafeMutablePointer<AvahiStringList>?
-        for entry in record.txt.reversed() { list = avahi_string_list_add(list, entry) }
-        defer { avahi_string_list_free(list) }
-        var status = avahi_entry_group_add_service_strlst(group, interfaceIndex, AvahiProtocol(AVAHI_PROTO_UNSPEC), AvahiPublishFlags(0),
-                                                          name, ServiceRecord.serviceType, nil, nil, servicePort, list)
+        var status = addServiceRecords(to: group, client: client, name: name, record: record)
         if status == AVAHI_ERR_COLLISION {
             renameAfterCollision()
             return
@@ -270,9 +277,53 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
         }
     }
 
+    /// What avahi's `add_service` publishes, less the service type's listing: the PTR from the
+    /// type to the instance (shared), and the instance's SRV and TXT (unique, so avahi probes
+    /// them and reports a collision), with avahi's own TTLs.
+    private func addServiceRecords(to group: OpaquePointer, client: OpaquePointer, name: String, record: ServiceRecord) -> Int32 {
+        let domain = String(cString: avahi_client_get_domain_name(client))
+        let host = String(cString: avahi_client_get_host_name_fqdn(client))
+        let typeLabels = ServiceRecordData.labels(ServiceRecord.serviceType) + ServiceRecordData.labels(domain)
+        var instance = [CChar](repeating: 0, count: Int(AVAHI_DOMAIN_NAME_MAX))
+        guard avahi_service_name_join(&instance, instance.count, name, ServiceRecord.serviceType, domain) >= 0,
+              let pointer = ServiceRecordData.name([name] + typeLabels),
+              let service = ServiceRecordData.service(port: servicePort, target: ServiceRecordData.labels(host)),
+              let text = ServiceRecordData.text(record.txt) else { return Int32(AVAHI_ERR_INVALID_SERVICE_NAME) }
+        let owner = cText(instance)
+        var status = add(group, name: "\(ServiceRecord.serviceType).\(domain)", type: AVAHI_DNS_TYPE_PTR, ttl: 4500, unique: false, pointer)
+        if status >= 0 { status = add(group, name: owner, type: AVAHI_DNS_TYPE_SRV, ttl: 120, unique: true, service) }
+        if status >= 0 { status = add(group, name: owner, type: AVAHI_DNS_TYPE_TXT, ttl: 4500, unique: true, text) }
+        return status
+    }
+
+    private func add(_ group: OpaquePointer, name: String, type: Int, ttl: UInt32, unique: Bool, _ data: [UInt8]) -> Int32 {
+        data.withUnsafeBytes { bytes in
+            avahi_entry_group_add_record(group, interfaceIndex, AvahiProtocol(AVAHI_PROTO_UNSPEC),
+                                         AvahiPublishFlags(unique ? AVAHI_PUBLISH_UNIQUE.rawValue : 0), name,
+                                         UInt16(AVAHI_DNS_CLASS_IN), UInt16(type), ttl, bytes.baseAddress, bytes.count)
+        }
+    }
+
+    /// `_services._dns-sd._udp.local PTR _handoff._tcp.local`, once while this host publishes. A
+    /// failure here costs only the listing of the type (browsing by type does not use it).
+    private func publishServiceType(_ client: OpaquePointer) {
+        let domain = String(cString: avahi_client_get_domain_name(client))
+        guard let typeGroup = avahi_entry_group_new(client, typeGroupTrampoline, nil),
+              let target = ServiceRecordData.name(ServiceRecordData.labels(ServiceRecord.serviceType) + ServiceRecordData.labels(domain)) else { return }
+        self.typeGroup = typeGroup
+        if add(typeGroup, name: "_services._dns-sd._udp.\(domain)", type: AVAHI_DNS_TYPE_PTR, ttl: 4500, unique: false, target) < 0
+            || avahi_entry_group_commit(typeGroup) < 0 {
+            avahi_entry_group_free(typeGroup)
+            self.typeGroup = nil
+        }
+    }
+
+    /// Withdraws everything this host publishes.
     private func freeGroup() {
         if let group { avahi_entry_group_free(group) }
         group = nil
+        if let typeGroup { avahi_entry_group_free(typeGroup) }
+        typeGroup = nil
     }
 
     private func renameAfterCollision() {
@@ -366,6 +417,9 @@ private let groupTrampoline: AvahiEntryGroupCallback = { group, state, userdata 
     guard let group else { return }
     owner(userdata)?.groupChanged(group, state)
 }
+
+/// The service type's listing needs no news: it is shared, so it never collides.
+private let typeGroupTrampoline: AvahiEntryGroupCallback = { _, _, _ in }
 
 private let retryTrampoline: AvahiTimeoutCallback = { _, userdata in
     owner(userdata)?.retry()

@@ -63,4 +63,21 @@ import Testing
             }
         }
     }
+
+    /// The wire forms avahi is handed for the service's own records (avahi-browse in the lab
+    /// resolves the service published from them to its host, address, port and TXT: test_mdns).
+    @Test func recordDataIsDNSWireFormat() {
+        #expect(ServiceRecordData.name(["handoff-abc", "_handoff", "_tcp", "local"])
+                == [11] + Array("handoff-abc".utf8) + [8] + Array("_handoff".utf8) + [4] + Array("_tcp".utf8) + [5] + Array("local".utf8) + [0])
+        #expect(ServiceRecordData.labels("h5.local.") == ["h5", "local"])
+        #expect(ServiceRecordData.service(port: 47181, target: ["h5", "local"])
+                == [0, 0, 0, 0, 0xb8, 0x4d, 2, 0x68, 0x35, 5] + Array("local".utf8) + [0])
+        #expect(ServiceRecordData.text(["v=1", "id=AB"]) == [3] + Array("v=1".utf8) + [5] + Array("id=AB".utf8))
+        #expect(ServiceRecordData.text([]) == [0])
+        // Out of bounds: a label of 64 bytes, an empty label, a TXT string of 256 bytes.
+        #expect(ServiceRecordData.name([String(repeating: "a", count: 64)]) == nil)
+        #expect(ServiceRecordData.name(["a", "", "b"]) == nil)
+        #expect(ServiceRecordData.name((0..<5).map { _ in String(repeating: "a", count: 60) }) == nil)
+        #expect(ServiceRecordData.text([String(repeating: "a", count: 256)]) == nil)
+    }
 }
