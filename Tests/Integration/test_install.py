@@ -790,11 +790,15 @@ printf '[Desktop Entry]\\nType=Application\\nName=Env dump\\nExec={script}\\nX-H
             bus.wait(timeout=10)
 
     def test_4_uninstall_stops_and_removes_it_and_keeps_the_state(self):
+        # The launcher's socket enabled on its own too, as handoffd advises when the launcher does not
+        # answer: its link would outlive the unit file.
+        self.as_user("systemctl", "--user", "enable", "handoff-launch.socket")
         result = self.as_root(UNINSTALL)
-        self.assertIn(f"uninstall: stopping and disabling handoffd.service of {USER}", result.stdout)
-        self.assertEqual(self.as_user("systemctl", "--user", "is-active", "handoffd.service", check=False).stdout.strip(), "inactive")
+        self.assertIn(f"uninstall: stopping and disabling handoffd.service and handoff-launch.socket of {USER}", result.stdout)
+        for unit in ("handoffd.service", "handoff-launch.socket"):
+            self.assertEqual(self.as_user("systemctl", "--user", "is-active", unit, check=False).stdout.strip(), "inactive")
         self.assertEqual(self.as_root("find", "/usr/local", "-type", "f").stdout, "")
-        self.assertEqual(self.as_root("find", f"{HOME}/.config/systemd", "-name", "handoffd*").stdout, "")
+        self.assertEqual(self.as_root("find", f"{HOME}/.config/systemd", "-name", "handoff*").stdout, "")
         self.assertIn("identity", self.as_root("ls", f"{HOME}/.local/state/handoff").stdout)
 
 
