@@ -148,7 +148,7 @@ extension Daemon {
         discovery.tokensDue = (epoch: epoch, atMillis: mono &+ (tokensOffset > intoPeriod ? tokensOffset - intoPeriod : 0))
     }
 
-    /// The period's new tokens once this host's offset into the turn has passed (`enterPeriod`).
+    /// The period's new tokens once their random time in the period has come (`enterPeriod`).
     func offerTokensIfDue(nowMillis: UInt64) {
         guard let due = discovery.tokensDue, nowMillis >= due.atMillis else { return }
         discovery.tokensDue = nil

@@ -32,7 +32,7 @@ struct Discovery {
     var history = PeerHistory()
     /// When each listed paired device was last asked by multicast (`multicastChecksDue`).
     private(set) var multicastChecks: [DeviceKey: UInt64] = [:]
-    /// The new period's tokens (mDNS name, beacon), offered at this host's offset into the turn (monotonic ms).
+    /// The new period's tokens (mDNS name, beacon), offered at a random time in the period (monotonic ms).
     var tokensDue: (epoch: UInt64, atMillis: UInt64)?
 
     init(proximity: ProximityTracker.Settings) {
