@@ -50,13 +50,7 @@ public final class EventExecutor: @unchecked Sendable {
         condition = .allocate(capacity: 1)
         condition.initialize(to: pthread_cond_t())
         pthread_cond_init(condition, nil)
-        timerCondition = .allocate(capacity: 1)
-        timerCondition.initialize(to: pthread_cond_t())
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(timerCondition, &attributes)
-        pthread_condattr_destroy(&attributes)
+        timerCondition = makeMonotonicCondition()
     }
 
     /// Makes this pool Swift concurrency's global executor for the process. Call once,

@@ -20,13 +20,7 @@ public final class Locked<Value: ~Copyable>: @unchecked Sendable {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
-        condition = .allocate(capacity: 1)
-        condition.initialize(to: pthread_cond_t())
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(condition, &attributes)
-        pthread_condattr_destroy(&attributes)
+        condition = makeMonotonicCondition()
     }
 
     deinit {
@@ -77,6 +71,19 @@ public final class Locked<Value: ~Copyable>: @unchecked Sendable {
         }
         return body(&value)
     }
+}
+
+/// A pthread condition whose timed waits count on CLOCK_MONOTONIC (a wall clock set back or
+/// forward does not move their deadlines). The caller destroys and deallocates it.
+func makeMonotonicCondition() -> UnsafeMutablePointer<pthread_cond_t> {
+    let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    condition.initialize(to: pthread_cond_t())
+    var attributes = pthread_condattr_t()
+    pthread_condattr_init(&attributes)
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+    pthread_cond_init(condition, &attributes)
+    pthread_condattr_destroy(&attributes)
+    return condition
 }
 
 /// A counting semaphore made of `Locked` (so ThreadSanitizer sees it, and no libdispatch
