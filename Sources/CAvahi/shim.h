@@ -10,7 +10,6 @@
 #include <avahi-common/error.h>
 #include <avahi-common/malloc.h>
 #include <avahi-common/strlst.h>
-#include <avahi-common/thread-watch.h>
 #include <avahi-common/timeval.h>
 
 /* AvahiPoll is a table of function pointers; this calls its timeout_new. */

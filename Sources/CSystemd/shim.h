@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 
-/* The wake-up descriptor of a bus owner thread. */
+/* The wake-up descriptor of the notification agent's bus thread. */
 static inline int handoff_eventfd(void) {
     return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 }

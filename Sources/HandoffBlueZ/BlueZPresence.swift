@@ -17,11 +17,12 @@ import Synchronization
 /// advertisement reaches us, not one per device per scan cycle. The kernel chooses legacy or extended commands and the
 /// non-resolvable private address; nothing here needs a privilege.
 ///
-/// One owner thread ("bluez") holds the bus connection and every field marked
-/// "owner thread" below: sd-bus is not thread-safe, and its callbacks run on
-/// that thread inside sd_bus_process. Other threads reach it only through
-/// `submit`, a queue plus an eventfd that wakes the loop; hence `@unchecked
-/// Sendable`. Status has its own mutex so reading it never waits on the bus.
+/// The event loop's thread holds the bus connection and every field marked
+/// "loop only" below: sd-bus is not thread-safe, and its callbacks run on that
+/// thread inside sd_bus_process, called when the loop finds the bus's socket
+/// ready or its timeout due. Other threads reach it only through `submit`
+/// (the loop's inbox); hence `@unchecked Sendable`. Status has its own mutex so
+/// reading it never waits on the bus.
 public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     public struct Configuration: Sendable {
         /// hciN; nil takes the lowest-numbered adapter.
@@ -38,13 +39,17 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     public let name = DiscoveryPathName.bluetooth
     private let configuration: Configuration
     private let status: Locked<BluetoothStatus>
-    private let inbox = Locked<[@Sendable (BlueZPresence) -> Void]>([])
-    private let wakeup: Int32
+    private let loop: EventLoop
     private let finished = Signals(value: 0)
     private let started = Atomic<Bool>(false)
 
-    // Owner thread only.
+    // Loop only.
     private var connection: BusConnection?
+    /// The bus's socket as the loop watches it (sd-bus owns and closes the descriptor).
+    private var busWatch: EventLoop.Watch?
+    /// When sd-bus must run even if nothing arrives (a call's timeout).
+    private var busDeadline: EventLoop.Deadline?
+    private var stopped = false
     private var observer: (@Sendable (DiscoveryObservation) -> Void)?
     /// Bumped whenever the bus or bluetoothd starts afresh; replies from before are ignored.
     private var generation = 0
@@ -61,7 +66,6 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     private var discovery = Step.off
     private var monitor = Step.off
     private var devices: [String: Sighting] = [:]
-    private var timers: [(deadline: UInt64, work: (BlueZPresence) -> Void)] = []
     private var stopping = false
     private var lastError: String?
 
@@ -81,16 +85,12 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     /// smoothing, and bounded work however fast bluetoothd reports.
     static let reportIntervalMillis: UInt64 = 250
 
-    public init(configuration: Configuration) {
+    public init(configuration: Configuration, loop: EventLoop = .shared) {
         self.configuration = configuration
+        self.loop = loop
         var initial = BluetoothStatus(backend: "bluez", adapter: configuration.adapter)
         initial.scanning = "discovery"
         status = Locked(initial)
-        wakeup = handoff_eventfd()
-    }
-
-    deinit {
-        if wakeup >= 0 { close(wakeup) }
     }
 
     public var state: String { status.withLock { $0.text } }
@@ -108,13 +108,11 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     }
 
     public func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {
-        guard wakeup >= 0 else {
-            throw HandoffError(.bluetooth, "Cannot create an eventfd for the BlueZ backend: \(String(cString: strerror(errno))).",
-                               fix: "Check the process's file descriptor limit.")
-        }
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        self.observer = observer
-        Threads.start("bluez") { [self] in run() }
+        submit { presence in
+            presence.observer = observer
+            presence.connect()
+        }
     }
 
     public func announce(_ datagrams: [OutgoingAnnouncement]) {}
@@ -126,14 +124,16 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     /// Withdraws the beacon and stops discovery, then closes the connection; waits up to 3 s.
     public func stop() {
         guard started.load(ordering: .acquiring) else { return }
-        submit { presence in presence.stopping = true }
+        submit { presence in presence.shutDown() }
         _ = finished.wait(millis: 3_000)
     }
 
     private func submit(_ work: @escaping @Sendable (BlueZPresence) -> Void) {
-        inbox.withLock { $0.append(work) }
-        var one: UInt64 = 1
-        _ = write(wakeup, &one, 8)
+        loop.execute { [self] in
+            guard !stopping else { return }
+            work(self)
+            pump()
+        }
     }
 
     private func note(_ message: @autoclosure () -> String) {
@@ -144,55 +144,56 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         status.withLock { change(&$0) }
     }
 
-    // MARK: - The owner thread's loop
+    // MARK: - The bus on the loop
 
-    private func run() {
-        connect()
-        while !stopping {
-            drainInbox()
-            if stopping { break }
-            processBus()
-            runTimers()
-            if stopping { break }
-            waitForWork()
-        }
-        shutDown()
-        finished.signal()
-    }
+    /// Messages dispatched per turn before the loop serves its other descriptors.
+    static let messagesPerTurn = 64
 
-    private func drainInbox() {
-        let work = inbox.withLock { pending -> [@Sendable (BlueZPresence) -> Void] in
-            defer { pending.removeAll() }
-            return pending
-        }
-        work.forEach { $0(self) }
-    }
-
-    private func processBus() {
-        guard let connection else { return }
+    /// Lets sd-bus dispatch what arrived, then asks the loop to call again when the socket is
+    /// ready for what sd-bus wants (reading, and writing while it has queued output) or when its
+    /// timeout is due. Called after everything that may have used the bus.
+    private func pump() {
+        guard let connection, !stopped else { return }
+        var more = false
         do throws(BusError) {
-            while try connection.process() { if stopping { return } }
+            for _ in 0..<Self.messagesPerTurn {
+                more = try connection.process()
+                if !more || self.connection !== connection { break }
+            }
         } catch {
             connectionLost(error)
+            return
+        }
+        // A callback may have replaced or dropped the connection; that path armed its own.
+        guard self.connection === connection, !stopped else { return }
+        if more {
+            // Messages sd-bus read already are not on the socket: the loop would not call again.
+            loop.execute { [self] in pump() }
+        }
+        var interest: EventLoop.Interest = []
+        if connection.events & Int16(POLLIN) != 0 { interest.insert(.readable) }
+        if connection.events & Int16(POLLOUT) != 0 { interest.insert(.writable) }
+        if let busWatch {
+            busWatch.update(interest)
+        } else {
+            busWatch = try? loop.watch(borrowing: connection.fileDescriptor, interest) { [self] _ in pump() }
+        }
+        if let busDeadline { loop.cancel(busDeadline) }
+        busDeadline = connection.timeoutMillis.map { millis in
+            loop.after(millis: UInt64(millis)) { [self] in
+                busDeadline = nil
+                pump()
+            }
         }
     }
 
-    private func waitForWork() {
-        var fds = [pollfd(fd: wakeup, events: Int16(POLLIN), revents: 0)]
-        var timeout = -1
-        if let connection {
-            fds.append(pollfd(fd: connection.fileDescriptor, events: connection.events, revents: 0))
-            if let busTimeout = connection.timeoutMillis { timeout = busTimeout }
-        }
-        if let next = timers.map(\.deadline).min() {
-            let wait = next > Self.nowMillis() ? Int(next - Self.nowMillis()) : 0
-            timeout = timeout < 0 ? wait : min(timeout, wait)
-        }
-        let ready = poll(&fds, nfds_t(fds.count), Int32(clamping: timeout))
-        if ready > 0 && fds[0].revents & Int16(POLLIN) != 0 {
-            var count: UInt64 = 0
-            _ = read(wakeup, &count, 8)
-        }
+    /// Drops the connection: the loop stops watching its socket before sd-bus closes it.
+    private func dropConnection() {
+        busWatch?.close()
+        busWatch = nil
+        if let busDeadline { loop.cancel(busDeadline) }
+        busDeadline = nil
+        connection = nil
     }
 
     private static func nowMillis() -> UInt64 {
@@ -201,20 +202,20 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
     }
 
+    /// Runs `work` on the loop after `millis`, unless stopped by then.
     private func after(millis: UInt64, _ work: @escaping (BlueZPresence) -> Void) {
-        timers.append((Self.nowMillis() + millis, work))
-    }
-
-    private func runTimers() {
-        let now = Self.nowMillis()
-        let due = timers.filter { $0.deadline <= now }
-        timers.removeAll { $0.deadline <= now }
-        due.forEach { $0.work(self) }
+        let call = UncheckedCall { [self] in
+            guard !stopping else { return }
+            work(self)
+            pump()
+        }
+        loop.after(millis: millis) { call.run() }
     }
 
     // MARK: - Connection and bluetoothd's lifetime
 
     private func connect() {
+        dropConnection()
         generation += 1
         do throws(BusError) {
             let bus = try BusConnection.openSystem()
@@ -250,7 +251,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     }
 
     private func connectionLost(_ error: BusError) {
-        connection = nil
+        dropConnection()
         forgetBluetoothd()
         setStatus {
             $0.available = false
@@ -698,23 +699,51 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         }
     }
 
+    /// Withdraws the beacon and stops discovery, without blocking the loop: waits out the
+    /// registration's quiet period on a deadline, sends both calls, and drops the connection
+    /// when both replied or after a second (bluetoothd also drops both when it closes).
     private func shutDown() {
-        if let connection, let current {
-            // Not while bluetoothd may still be refreshing it (AdvertisementRegistration).
-            let quiet = registration.quietMillis(at: Self.nowMillis())
-            if registration.state != .off && quiet > 0 { usleep(UInt32(quiet) * 1000) }
-            // Best effort: bluetoothd also drops both when this connection closes.
-            if registration.state != .off, let call = try? connection.methodCall(BlueZ.service, current, BlueZ.advertisingManagerInterface, "UnregisterAdvertisement", {
-                (body: inout MessageWriter) throws(BusError) in try body.objectPath(BlueZ.advertisementPath)
-            }) { _ = try? connection.callBlocking(call, timeoutMillis: 1000) }
-            if discovery != .off, let call = try? connection.methodCall(BlueZ.service, current, BlueZ.adapterInterface, "StopDiscovery") {
-                _ = try? connection.callBlocking(call, timeoutMillis: 1000)
-            }
+        guard !stopping else { return }
+        stopping = true
+        guard connection != nil, current != nil else { return finishStopping() }
+        // Not while bluetoothd may still be refreshing it (AdvertisementRegistration).
+        let quiet = registration.state != .off ? registration.quietMillis(at: Self.nowMillis()) : 0
+        loop.after(millis: quiet) { [self] in sendGoodbyes() }
+    }
+
+    private func sendGoodbyes() {
+        guard let connection, let current, !stopped else { return finishStopping() }
+        var calls: [OutgoingMessage] = []
+        if registration.state != .off, let call = try? connection.methodCall(BlueZ.service, current, BlueZ.advertisingManagerInterface, "UnregisterAdvertisement", {
+            (body: inout MessageWriter) throws(BusError) in try body.objectPath(BlueZ.advertisementPath)
+        }) { calls.append(call) }
+        if discovery != .off, let call = try? connection.methodCall(BlueZ.service, current, BlueZ.adapterInterface, "StopDiscovery") {
+            calls.append(call)
         }
-        connection = nil
+        var waiting = 0
+        for call in calls where (try? connection.callAsync(call, timeoutMillis: 1000, reply: { [self] _ in
+            waiting -= 1
+            if waiting == 0 { finishStopping() }
+        })) != nil { waiting += 1 }
+        guard waiting > 0 else { return finishStopping() }
+        pump()
+        loop.after(millis: 1000) { [self] in finishStopping() }
+    }
+
+    private func finishStopping() {
+        guard !stopped else { return }
+        stopped = true
+        dropConnection()
         setStatus {
             $0.text = "stopped"
             $0.available = false
         }
+        finished.signal()
     }
+}
+
+/// A call that captures loop-only state, passed to the loop's deadline. Unchecked: it runs
+/// only there.
+private struct UncheckedCall: @unchecked Sendable {
+    let run: () -> Void
 }

@@ -94,7 +94,7 @@ public final class BusConnection {
         return outgoing
     }
 
-    /// Sends `call`; `reply` runs on this connection's owner thread with the
+    /// Sends `call`; `reply` runs on this connection's owner (thread or loop) with the
     /// reply's values or the error. Never blocks.
     public func callAsync(_ call: OutgoingMessage, timeoutMillis: UInt64 = 10_000,
                    reply: @escaping (Result<[BusValue], BusError>) -> Void) throws(BusError) {

@@ -178,7 +178,7 @@ extension Daemon {
         return await withCheckedContinuation { continuation in
             pairing.listeners[id] = continuation
             announce()
-            EventExecutor.shared.after(millis: UInt64(seconds) * 1000) { Task { await self.closeListener(id) } }
+            EventLoop.shared.after(millis: UInt64(seconds) * 1000) { Task { await self.closeListener(id) } }
         }
     }
 
@@ -509,7 +509,7 @@ extension Daemon {
         return await withCheckedContinuation { continuation in
             pairing.sessions[offer.session] = .codeShown(offer, decision: continuation)
             let session = offer.session
-            EventExecutor.shared.after(millis: UInt64(PairingState.decisionTimeoutSeconds) * 1000) {
+            EventLoop.shared.after(millis: UInt64(PairingState.decisionTimeoutSeconds) * 1000) {
                 Task { await self.expireDecision(session) }
             }
         }

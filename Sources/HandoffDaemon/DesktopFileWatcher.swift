@@ -6,9 +6,8 @@ import HandoffTransport
 /// `.desktop` declarations are scanned again only after one. A directory that
 /// does not exist yet is watched through its nearest existing ancestor, for
 /// the one name that leads to it; when that appears, the watches are set up
-/// again. One thread blocks in poll() on the inotify descriptor and a stop
-/// pipe, with no timeout: it wakes only when something in those directories
-/// changes. It owns both descriptors and closes them once, when it ends.
+/// again. The event loop owns the inotify descriptor: nothing wakes unless
+/// something in those directories changes.
 final class DesktopFileWatcher: Sendable {
     /// What to watch for one configured directory: the directory itself, or an
     /// existing ancestor and the name of its child on the way to it.
@@ -21,9 +20,14 @@ final class DesktopFileWatcher: Sendable {
                                         | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
     static let ancestorEvents = UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
-    private let generation = Locked<UInt64>(0)
-    /// The stop pipe's write end, owned by `stop`, which closes it once (nil after).
-    private let stopWrite: Locked<Int32?>
+    private let generation: Locked<UInt64>
+    /// The inotify descriptor as the loop holds it; closing it closes the descriptor.
+    private let inotifyWatch: EventLoop.Watch
+    /// Watches by watch descriptor; only the loop's handler touches them after `init`.
+    private final class Watches: @unchecked Sendable {
+        var byDescriptor: [Int32: Watch]
+        init(_ watches: [Int32: Watch]) { byDescriptor = watches }
+    }
 
     /// What to watch for `directories`; `isDirectory` is the file system (a parameter for tests).
     static func plan(for directories: [String], isDirectory: (String) -> Bool) -> [Watch] {
@@ -63,57 +67,45 @@ final class DesktopFileWatcher: Sendable {
             log.warning("cannot watch the application directories (inotify: \(String(cString: strerror(errno)))): .desktop files are read on every accept")
             return nil
         }
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else {
-            close(inotify)
-            return nil
-        }
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        stopWrite = Locked(ends[1])
-        let stopRead = ends[0]
-        let generation = generation
+        let generation = Locked<UInt64>(0)
+        self.generation = generation
         // Set up before returning: a change right after the start is counted.
-        let initial = Self.setUp(inotify, directories: directories, replacing: [:])
-        Threads.start("desktop files") {
-            defer {
-                close(inotify)
-                close(stopRead)
-            }
-            var watches = initial
-            // Room for many events at once; each is 16 bytes and a name of at most NAME_MAX + 1.
-            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-            while true {
-                var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0)]
-                guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { return }
-                if fds[1].revents != 0 { return }
-                let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
-                guard count > 0 else { continue }
+        let watches = Watches(Self.setUp(inotify, directories: directories, replacing: [:]))
+        // Room for many events at once; each is 16 bytes and a name of at most NAME_MAX + 1.
+        let buffer = ReadBuffer(bytes: 64 * 1024)
+        do {
+            inotifyWatch = try EventLoop.shared.watch(inotify) { _ in
+                let count = read(inotify, buffer.bytes.baseAddress, buffer.bytes.count)
+                guard count > 0 else { return }
                 var changed = false
                 var rebuild = false
-                buffer.withUnsafeBytes { bytes in
-                    var offset = 0
-                    while offset + MemoryLayout<inotify_event>.size <= count {
-                        let event = bytes.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
-                        let nameStart = offset + MemoryLayout<inotify_event>.size
-                        let nameEnd = min(count, nameStart + Int(event.len))
-                        let name = String(decoding: bytes[nameStart..<nameEnd].prefix { $0 != 0 }, as: UTF8.self)
-                        offset = nameEnd
-                        if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
-                            (changed, rebuild) = (true, true)
-                            continue
-                        }
-                        // Not a current watch: one a rebuild removed (its IN_IGNORED comes after).
-                        guard let watch = watches[event.wd],
-                              DesktopFileWatcher.matters(watch, mask: event.mask, name: name) else { continue }
-                        changed = true
-                        if watch.waitingFor != nil || event.mask & UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
-                            rebuild = true
-                        }
+                let bytes = UnsafeRawBufferPointer(buffer.bytes)
+                var offset = 0
+                while offset + MemoryLayout<inotify_event>.size <= count {
+                    let event = bytes.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+                    let nameStart = offset + MemoryLayout<inotify_event>.size
+                    let nameEnd = min(count, nameStart + Int(event.len))
+                    let name = String(decoding: bytes[nameStart..<nameEnd].prefix { $0 != 0 }, as: UTF8.self)
+                    offset = nameEnd
+                    if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
+                        (changed, rebuild) = (true, true)
+                        continue
+                    }
+                    // Not a current watch: one a rebuild removed (its IN_IGNORED comes after).
+                    guard let watch = watches.byDescriptor[event.wd],
+                          DesktopFileWatcher.matters(watch, mask: event.mask, name: name) else { continue }
+                    changed = true
+                    if watch.waitingFor != nil || event.mask & UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+                        rebuild = true
                     }
                 }
-                if rebuild { watches = DesktopFileWatcher.setUp(inotify, directories: directories, replacing: watches) }
+                if rebuild { watches.byDescriptor = DesktopFileWatcher.setUp(inotify, directories: directories, replacing: watches.byDescriptor) }
                 if changed { generation.withLock { $0 &+= 1 } }
             }
+        } catch {
+            log.warning("cannot watch the application directories (\(error)): .desktop files are read on every accept")
+            close(inotify)
+            return nil
         }
     }
 
@@ -144,12 +136,8 @@ final class DesktopFileWatcher: Sendable {
         generation.withLock { $0 }
     }
 
-    /// Ends the thread, which closes the inotify descriptor and the pipe's read end.
+    /// No more counting; the loop closes the inotify descriptor.
     func stop() {
-        // Closing the write end wakes the thread's poll (end of file on the read end).
-        stopWrite.withLock { end in
-            if let descriptor = end { close(descriptor) }
-            end = nil
-        }
+        inotifyWatch.close()
     }
 }

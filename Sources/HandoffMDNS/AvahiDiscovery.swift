@@ -7,10 +7,10 @@ import HandoffTransport
 /// `_handoff._tcp` service and browses for others, resolving each to an
 /// address, a port and its TXT record.
 ///
-/// Avahi runs its own thread (AvahiThreadedPoll) and calls back on it holding
-/// its lock. Every field below is touched only with that lock held, either in
-/// a callback or inside `withAvahiLock`, which makes the lock the single owner
-/// of this state: hence `@unchecked Sendable`. The state text for `status` has
+/// Avahi runs on the process's event loop (`AvahiLoopPoll`) and calls back on
+/// the loop's thread. Every field below is touched only there, in a callback
+/// or in work posted with `onLoop`, which makes the loop the single owner of
+/// this state: hence `@unchecked Sendable`. The state text for `status` has
 /// its own mutex so reading it never waits on Avahi.
 ///
 /// Avahi's own rules are followed (Docs/PROTOCOL.md, "mDNS"): the client is
@@ -35,7 +35,8 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
         public var available = false
     }
 
-    private var poll: OpaquePointer?
+    private let loop: EventLoop
+    private var poll: AvahiLoopPoll?
     private var client: OpaquePointer?
     /// The service's own records (PTR, SRV, TXT): made afresh for every name.
     private var group: OpaquePointer?
@@ -49,15 +50,15 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
     /// The pacer's one timer: the next commit it allows, or its watchdog.
     private var pacingTimer: OpaquePointer?
     private var pacer = RegistrationPacer()
-    private var namingTimer: OpaquePointer?
     private var record: ServiceRecord?
     /// The name actually registered: the record's, or an alternative after a collision.
     private var registeredName: String?
     private var observer: (@Sendable (DiscoveryObservation) -> Void)?
 
     /// `servicePort` is the transfer port; `interface` limits publishing and browsing to one link.
-    public init(servicePort: UInt16, interface: String?) {
+    public init(servicePort: UInt16, interface: String?, loop: EventLoop = .shared) {
         self.servicePort = servicePort
+        self.loop = loop
         let index = interface.map { Int32(if_nametoindex($0)) } ?? 0
         interfaceIndex = index > 0 ? index : AvahiIfIndex(AVAHI_IF_UNSPEC)
     }
@@ -78,21 +79,11 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
     }
 
     public func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {
-        guard let poll = avahi_threaded_poll_new() else {
-            throw HandoffError(.network, "Cannot create Avahi's event loop.", fix: "Check that libavahi-client is installed correctly.")
-        }
-        self.poll = poll
-        self.observer = observer
-        withAvahiLock {
+        onLoop { [self] in
+            guard poll == nil else { return }
+            poll = AvahiLoopPoll(loop: loop)
+            self.observer = observer
             connect()
-            // Avahi's thread names itself on its first turn, so /proc shows "avahi" (not its creator's name).
-            var now = timeval()
-            gettimeofday(&now, nil)
-            namingTimer = handoff_avahi_timeout_new(avahi_threaded_poll_get(poll), &now, namingTrampoline,
-                                                    Unmanaged.passUnretained(self).toOpaque())
-        }
-        guard avahi_threaded_poll_start(poll) >= 0 else {
-            throw HandoffError(.network, "Cannot start Avahi's event loop.", fix: "Check the system's thread limits.")
         }
     }
 
@@ -102,7 +93,7 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
 
     /// Publishes `record` (a new token after rotation), or withdraws the service when nil.
     public func publish(_ record: ServiceRecord?) {
-        withAvahiLock {
+        onLoop { [self] in
             guard record != self.record else { return }
             self.record = record
             registeredName = record?.instanceName
@@ -110,40 +101,39 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
         }
     }
 
+    /// Frees the client (which withdraws the service) on the loop; waits for it unless called there.
     public func stop() {
-        guard let poll else { return }
-        avahi_threaded_poll_stop(poll)
-        // The loop has stopped, so no callback runs concurrently with the frees below.
-        if let retryTimer { handoff_avahi_timeout_free(avahi_threaded_poll_get(poll), retryTimer) }
-        retryTimer = nil
-        if let pacingTimer { handoff_avahi_timeout_free(avahi_threaded_poll_get(poll), pacingTimer) }
-        pacingTimer = nil
-        if let namingTimer { handoff_avahi_timeout_free(avahi_threaded_poll_get(poll), namingTimer) }
-        namingTimer = nil
-        if let client { avahi_client_free(client) } // frees the groups, browser and resolvers too
-        client = nil
-        group = nil
-        typeGroup = nil
-        browser = nil
-        avahi_threaded_poll_free(poll)
-        self.poll = nil
-        setState("stopped", available: false, published: .some(nil))
+        let done = Signals(value: 0)
+        onLoop { [self] in
+            defer { done.signal() }
+            guard let poll else { return }
+            if let retryTimer { handoff_avahi_timeout_free(poll.pointer, retryTimer) }
+            retryTimer = nil
+            if let pacingTimer { handoff_avahi_timeout_free(poll.pointer, pacingTimer) }
+            pacingTimer = nil
+            if let client { avahi_client_free(client) } // frees the groups, browser and resolvers too
+            client = nil
+            group = nil
+            typeGroup = nil
+            browser = nil
+            self.poll = nil
+            setState("stopped", available: false, published: .some(nil))
+        }
+        if !loop.inLoop { done.wait() }
     }
 
-    private func withAvahiLock(_ body: () -> Void) {
-        guard let poll else { return }
-        avahi_threaded_poll_lock(poll)
-        body()
-        avahi_threaded_poll_unlock(poll)
+    /// Runs `body` on the loop's thread: at once when called there (Avahi's callbacks), else posted.
+    private func onLoop(_ body: @escaping @Sendable () -> Void) {
+        if loop.inLoop { body() } else { loop.execute(body) }
     }
 
-    // MARK: - Client lifecycle (called with the Avahi lock held)
+    // MARK: - Client lifecycle (on the loop)
 
     fileprivate func connect() {
         guard let poll else { return }
         var error: Int32 = 0
         let context = Unmanaged.passUnretained(self).toOpaque()
-        let created = avahi_client_new(avahi_threaded_poll_get(poll), AVAHI_CLIENT_NO_FAIL, clientTrampoline, context, &error)
+        let created = avahi_client_new(poll.pointer, AVAHI_CLIENT_NO_FAIL, clientTrampoline, context, &error)
         if created == nil {
             // Even NO_FAIL cannot wait for a missing system bus: retry on a timer.
             setState("unavailable: \(String(cString: avahi_strerror(error))) (is dbus running?); retrying every 5 s",
@@ -160,11 +150,11 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
         var when = timeval()
         avahi_elapse_time(&when, 5_000, 0)
         let context = Unmanaged.passUnretained(self).toOpaque()
-        retryTimer = handoff_avahi_timeout_new(avahi_threaded_poll_get(poll), &when, retryTrampoline, context)
+        retryTimer = handoff_avahi_timeout_new(poll.pointer, &when, retryTrampoline, context)
     }
 
     fileprivate func retry() {
-        if let poll, let retryTimer { handoff_avahi_timeout_free(avahi_threaded_poll_get(poll), retryTimer) }
+        if let poll, let retryTimer { handoff_avahi_timeout_free(poll.pointer, retryTimer) }
         retryTimer = nil
         connect()
     }
@@ -221,7 +211,7 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
 
     private func perform(_ action: RegistrationPacer.Action) {
         guard let poll else { return }
-        if let pacingTimer { handoff_avahi_timeout_free(avahi_threaded_poll_get(poll), pacingTimer) }
+        if let pacingTimer { handoff_avahi_timeout_free(poll.pointer, pacingTimer) }
         pacingTimer = nil
         switch action {
         case .commit:
@@ -233,16 +223,10 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
             let now = monotonicMillis()
             avahi_elapse_time(&when, UInt32(until > now ? min(until - now, 3_600_000) : 0), 0)
             let context = Unmanaged.passUnretained(self).toOpaque()
-            pacingTimer = handoff_avahi_timeout_new(avahi_threaded_poll_get(poll), &when, pacingTrampoline, context)
+            pacingTimer = handoff_avahi_timeout_new(poll.pointer, &when, pacingTrampoline, context)
         case .idle:
             break
         }
-    }
-
-    fileprivate func nameThread() {
-        Threads.setName("avahi")
-        if let poll, let namingTimer { handoff_avahi_timeout_free(avahi_threaded_poll_get(poll), namingTimer) }
-        namingTimer = nil
     }
 
     fileprivate func pacingTimerFired() {
@@ -427,10 +411,6 @@ private let retryTrampoline: AvahiTimeoutCallback = { _, userdata in
 
 private let pacingTrampoline: AvahiTimeoutCallback = { _, userdata in
     owner(userdata)?.pacingTimerFired()
-}
-
-private let namingTrampoline: AvahiTimeoutCallback = { _, userdata in
-    owner(userdata)?.nameThread()
 }
 
 private let browserTrampoline: AvahiServiceBrowserCallback = { _, interface, proto, event, name, type, domain, flags, userdata in

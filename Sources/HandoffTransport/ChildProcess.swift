@@ -102,9 +102,32 @@ public enum ChildProcess {
         }
     }
 
-    /// Calls `handler` with the exit status once `pid` ends, from a thread that waits for it.
-    public static func onExit(_ pid: pid_t, _ handler: @escaping @Sendable (Int32) -> Void) {
-        Threads.start("wait \(pid)") { handler(waitForExit(pid)) }
+    /// Calls `handler` on the event loop's thread (it must not block) with the exit status once
+    /// `pid` ends: the loop watches the child's pidfd, so no thread waits for it. Where there is
+    /// no pidfd (a kernel before 5.3), a thread of its own waits instead.
+    public static func onExit(_ pid: pid_t, loop: EventLoop = .shared, _ handler: @escaping @Sendable (Int32) -> Void) {
+        let pidfd = handoff_pidfd_open(pid)
+        guard pidfd >= 0 else {
+            Threads.start("wait \(pid)") { handler(waitForExit(pid)) }
+            return
+        }
+        let watch = Locked<EventLoop.Watch?>(nil)
+        let ended = Locked(false)
+        do {
+            let registered = try loop.watch(pidfd) { _ in
+                // Readable once the child has ended: waitpid does not block then.
+                guard !ended.withLock({ $0 }) else { return }
+                ended.withLock { $0 = true }
+                watch.withLock { $0 }?.close()
+                handler(waitForExit(pid))
+            }
+            watch.withLock { $0 = registered }
+            // It may have ended before the watch was stored: the handler then could not close it.
+            if ended.withLock({ $0 }) { registered.close() }
+        } catch {
+            close(pidfd)
+            Threads.start("wait \(pid)") { handler(waitForExit(pid)) }
+        }
     }
 
     /// Runs a program to its end and returns its exit status and up to `maxOutputBytes` of its

@@ -27,45 +27,47 @@ enum DatagramSocket {
         }
     }
 
-    /// Receives datagrams until `isRunning` turns false, handing each with its numeric source host.
-    /// Blocks in recvfrom with no timeout, so an idle daemon never wakes up here; the
-    /// path's stop() shuts the socket down, which ends the wait.
-    /// Datagrams larger than an announcement arrive cut short and are then refused as malformed.
-    static func receiveLoop(fd: Int32, isRunning: () -> Bool, deliver: ([UInt8], String) -> Void) {
-        var buffer = [UInt8](repeating: 0, count: Announcement.maximumBytes + 1)
-        while isRunning() {
+    /// Datagrams read per readiness before the loop serves its other descriptors: a flood on one
+    /// socket cannot starve the rest (the socket stays ready, so the loop comes back to it).
+    static let datagramsPerTurn = 64
+
+    /// Hands the datagrams waiting on a non-blocking socket, each with its numeric source host,
+    /// at most `datagramsPerTurn`. Datagrams larger than an announcement arrive cut short and are
+    /// then refused as malformed.
+    static func receiveWaiting(fd: Int32, into buffer: UnsafeMutableRawBufferPointer, deliver: ([UInt8], String) -> Void) {
+        for _ in 0..<datagramsPerTurn {
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let received = buffer.withUnsafeMutableBytes { raw in
-                withUnsafeMutablePointer(to: &storage) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        recvfrom(fd, raw.baseAddress, raw.count, 0, $0, &length)
+            let received = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    recvfrom(fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT), $0, &length)
+                }
+            }
+            if received < 0 && errno == EINTR { continue }
+            // EAGAIN: nothing more waits. An empty datagram is nothing to hand on.
+            guard received >= 0 else { return }
+            if received > 0 { deliver(Array(buffer[0..<received]), SocketAddress(storage: storage, length: length).host) }
+        }
+    }
+
+    /// Hands each socket to the event loop, which calls `observer` with announcements arriving
+    /// by `path`. The loop owns the sockets from here on: closing the returned watches closes
+    /// them, once, after their last read, so their numbers are never reused while read.
+    static func startReceiving(on fds: [Int32], path: DiscoveryPathName, loop: EventLoop = .shared,
+                               observer: @escaping @Sendable (DiscoveryObservation) -> Void) -> [EventLoop.Watch] {
+        fds.filter { $0 >= 0 }.compactMap { fd in
+            let buffer = ReadBuffer(bytes: Announcement.maximumBytes + 1)
+            do {
+                return try loop.watch(fd) { _ in
+                    receiveWaiting(fd: fd, into: buffer.bytes) { bytes, host in
+                        observer(.announcement(bytes: bytes, fromHost: host, path: path))
                     }
                 }
-            }
-            guard received > 0 else { continue }
-            deliver(Array(buffer[0..<received]), SocketAddress(storage: storage, length: length).host)
-        }
-    }
-
-    /// One receive thread per open socket, each handing announcements to `observer` as arriving by `path`.
-    /// Each thread owns its socket from here on and closes it when it ends: nothing
-    /// else may close it, so its number is never reused while the thread reads it.
-    static func startReceiving(on fds: [Int32], path: DiscoveryPathName, isRunning: @escaping @Sendable () -> Bool,
-                               observer: @escaping @Sendable (DiscoveryObservation) -> Void) {
-        for fd in fds where fd >= 0 {
-            Threads.start("\(path.rawValue) receive") {
-                defer { close(fd) }
-                receiveLoop(fd: fd, isRunning: isRunning) { bytes, host in
-                    observer(.announcement(bytes: bytes, fromHost: host, path: path))
-                }
+            } catch {
+                close(fd)
+                return nil
             }
         }
-    }
-
-    /// Ends a receive thread's wait; the thread closes the socket.
-    static func wake(_ fd: Int32) {
-        shutdown(fd, Int32(SHUT_RDWR))
     }
 
     static func send(_ datagram: [UInt8], fd: Int32, to address: SocketAddress) {

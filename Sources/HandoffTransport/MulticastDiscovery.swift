@@ -1,7 +1,6 @@
 import FoundationEssentials
 import Glibc
 import HandoffCore
-import Synchronization
 
 /// Signed announcements over link-local UDP multicast, IPv4 and IPv6. This is
 /// the path that works with no Avahi and no Bluetooth, on any shared link.
@@ -20,13 +19,14 @@ public final class MulticastDiscovery: DiscoveryPath {
     public let name = DiscoveryPathName.multicast
     private let configuration: Configuration
     private let sockets = Locked(Sockets())
-    private let running = Atomic<Bool>(false)
 
     struct Sockets: ~Copyable {
         var ipv4: Int32 = -1
         var ipv6: Int32 = -1
         var interfaces: [(name: String, index: UInt32)] = []
         var problems: [String] = []
+        /// The sockets as the event loop holds them: closing these closes the sockets.
+        var watches: [EventLoop.Watch] = []
         /// What refreshInterfaces() last saw (nil before the first look).
         var addresses: [String]?
     }
@@ -69,15 +69,14 @@ public final class MulticastDiscovery: DiscoveryPath {
             throw HandoffError(.network, "Could not join the multicast groups: \(problems.joined(separator: "; ")).",
                                fix: "Check that the interface is up and has an address, and that port \(configuration.port)/udp is free.")
         }
+        let watches = DatagramSocket.startReceiving(on: [ipv4, ipv6], path: .multicast, observer: observer)
         sockets.withLock {
             $0.ipv4 = ipv4
             $0.ipv6 = ipv6
             $0.interfaces = interfaces
             $0.problems = problems
+            $0.watches = watches
         }
-        running.store(true, ordering: .releasing)
-        DatagramSocket.startReceiving(on: [ipv4, ipv6], path: .multicast,
-                                      isRunning: { [self] in running.load(ordering: .acquiring) }, observer: observer)
     }
 
     /// Datagrams routed by multicast go to both groups (a peer may have either
@@ -96,9 +95,9 @@ public final class MulticastDiscovery: DiscoveryPath {
     }
 
     public func stop() {
-        running.store(false, ordering: .releasing)
         sockets.withLock { sockets in
-            for fd in [sockets.ipv4, sockets.ipv6] where fd >= 0 { DatagramSocket.wake(fd) }
+            sockets.watches.forEach { $0.close() }
+            sockets.watches = []
             sockets.ipv4 = -1
             sockets.ipv6 = -1
         }

@@ -4,61 +4,59 @@ import Glibc
 
 /// Says when a network link or address changes (route netlink: a cable pulled,
 /// Wi-Fi joined, an address added or gone), so handoffd announces from its new
-/// address and drops a dead one at once instead of at the next keepalive. One
-/// thread blocks in poll on the netlink socket and a stop pipe, with no
-/// timeout: nothing wakes while the network is still. It owns both and closes
-/// them once, when it ends. A burst of messages (one change is several) gives
-/// one call, once it has been quiet for `settleMillis`.
+/// address and drops a dead one at once instead of at the next keepalive. The
+/// event loop owns the netlink socket: nothing wakes while the network is still.
+/// A burst of messages (one change is several) gives one call, once it has been
+/// quiet for `settleMillis`.
 public final class NetworkChangeWatcher: Sendable {
-    /// The stop pipe's write end, owned by `stop`, which closes it once (nil after).
-    private let stopWrite: Locked<Int32?>
-    public static let settleMillis: Int32 = 100
+    private struct State {
+        var watch: EventLoop.Watch?
+        var settle: EventLoop.Deadline?
+    }
+
+    private let state = Locked(State())
+    private let loop: EventLoop
+    public static let settleMillis: UInt64 = 100
 
     /// nil when route netlink cannot be opened (then the daemon's periodic check is all there is).
-    public init?(onChange: @escaping @Sendable () -> Void) {
+    /// `onChange` runs on the loop's thread and must not block.
+    public init?(loop: EventLoop = .shared, onChange: @escaping @Sendable () -> Void) {
+        self.loop = loop
         let netlink = handoff_netlink_route_changes()
         guard netlink >= 0 else { return nil }
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else {
+        let buffer = ReadBuffer(bytes: 16 * 1024)
+        let watch: EventLoop.Watch
+        do {
+            let shared = state
+            watch = try loop.watch(netlink) { _ in
+                // ENOBUFS (the kernel dropped messages for a slow reader) also means something changed.
+                while recv(netlink, buffer.bytes.baseAddress, buffer.bytes.count, Int32(MSG_DONTWAIT)) > 0 || errno == EINTR {}
+                // The rest of the burst moves the call on until the link has been quiet.
+                shared.withLock { state in
+                    guard state.watch.map({ !$0.isClosed }) ?? true else { return }
+                    if let settle = state.settle { loop.cancel(settle) }
+                    state.settle = loop.after(millis: Self.settleMillis) {
+                        let current = shared.withLock { state -> Bool in
+                            state.settle = nil
+                            return state.watch.map { !$0.isClosed } ?? false
+                        }
+                        if current { onChange() }
+                    }
+                }
+            }
+        } catch {
             close(netlink)
             return nil
         }
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        stopWrite = Locked(ends[1])
-        let stopRead = ends[0]
-        Threads.start("netlink") {
-            defer {
-                close(netlink)
-                close(stopRead)
-            }
-            var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-            func drain() { _ = buffer.withUnsafeMutableBytes { recv(netlink, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) } }
-            while true {
-                var fds = [pollfd(fd: netlink, events: Int16(POLLIN), revents: 0), pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0)]
-                let ready = poll(&fds, 2, -1)
-                if ready < 0 && errno == EINTR { continue }
-                guard ready > 0, fds[1].revents == 0 else { return }
-                // ENOBUFS (the kernel dropped messages for a slow reader) also means something changed.
-                drain()
-                // The rest of the burst: read until quiet, unless told to stop.
-                while true {
-                    fds[0].revents = 0
-                    fds[1].revents = 0
-                    guard poll(&fds, 2, Self.settleMillis) > 0 else { break }
-                    if fds[1].revents != 0 { return }
-                    drain()
-                }
-                onChange()
-            }
-        }
+        state.withLock { $0.watch = watch }
     }
 
-    /// Wakes the thread, which closes its descriptors as it ends.
+    /// No call after this; the loop closes the socket.
     public func stop() {
-        stopWrite.withLock { end in
-            guard let fd = end else { return }
-            close(fd)
-            end = nil
+        state.withLock { state in
+            state.watch?.close()
+            if let settle = state.settle { loop.cancel(settle) }
+            state.settle = nil
         }
     }
 }

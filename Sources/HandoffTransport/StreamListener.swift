@@ -40,14 +40,15 @@ public struct ConnectionLimits: Sendable {
 
 /// A listening stream socket (TCP or Unix). Each accepted connection is handed
 /// to `handler` on a thread of its own, so a slow peer never blocks another,
-/// within `limits`. The accepting thread owns the listening descriptor and
-/// closes it when it ends; `stop()` only wakes it.
+/// within `limits`. From `run` on, the event loop owns the listening descriptor:
+/// it accepts when a client connects, and `stop()` closes it there.
 public final class StreamListener: Sendable {
     private let fd: Int32
     /// The bound TCP port (0 for Unix sockets).
     public let port: UInt16
+    /// The listening descriptor as the loop holds it, from `run` on (nil before: `deinit` closes it).
+    private let watch = Locked<EventLoop.Watch?>(nil)
     private let stopped = Atomic<Bool>(false)
-    private let running = Atomic<Bool>(false)
     private let active = Locked(ActiveConnections())
     /// Connections closed unserved because a limit was reached.
     private let refused = Atomic<Int>(0)
@@ -114,7 +115,7 @@ public final class StreamListener: Sendable {
 
     deinit {
         // Never started: nobody else owns the descriptor.
-        if !running.load(ordering: .acquiring) { Glibc.close(fd) }
+        if watch.withLock({ $0 == nil }) { Glibc.close(fd) }
     }
 
     /// Listens on TCP, all addresses, IPv6 and IPv4 on one socket (IPv4 alone when
@@ -171,46 +172,68 @@ public final class StreamListener: Sendable {
         }
     }
 
-    /// Accepts on a dedicated thread until `stop()`. Blocks in accept(): no
-    /// thread wakes up unless a client connects.
-    public func run(name: String, limits: ConnectionLimits, handler: @escaping @Sendable (StreamConnection) -> Void) {
-        running.store(true, ordering: .releasing)
+    /// Connections accepted per readiness before the loop serves its other descriptors.
+    static let acceptsPerTurn = 16
+    /// How long accepting pauses when the process is out of descriptors or memory.
+    static let acceptBackoffMillis: UInt64 = 100
+
+    /// Accepts on the event loop until `stop()`; each admitted connection is served on a thread
+    /// called `name connection`. Nothing wakes unless a client connects.
+    public func run(name: String, limits: ConnectionLimits, loop: EventLoop = .shared,
+                    handler: @escaping @Sendable (StreamConnection) -> Void) {
         handshakes.withLock { $0 = limits.handshakeRate.map { TokenBucket(rate: $0, nowMillis: monotonicMillis()) } }
-        Threads.start(name) { [self] in
-            defer { Glibc.close(fd) }
-            while !stopped.load(ordering: .acquiring) {
-                var storage = sockaddr_storage()
-                var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-                let client = withUnsafeMutablePointer(to: &storage) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(fd, $0, &length) }
+        let started = watch.withLock { watch -> EventLoop.Watch? in
+            guard watch == nil, !stopped.load(ordering: .acquiring) else { return nil }
+            watch = try? loop.watch(fd) { [self] _ in acceptWaiting(name: name, limits: limits, loop: loop, handler: handler) }
+            return watch
+        }
+        // The loop could not take it (no memory for epoll): close it as an unstarted listener would.
+        if started == nil, watch.withLock({ $0 == nil }) { stop() }
+    }
+
+    /// On the loop: accepts what is waiting, at most `acceptsPerTurn`, and starts serving each.
+    private func acceptWaiting(name: String, limits: ConnectionLimits, loop: EventLoop,
+                               handler: @escaping @Sendable (StreamConnection) -> Void) {
+        for _ in 0..<Self.acceptsPerTurn {
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let client = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(fd, $0, &length) }
+            }
+            guard client >= 0 else {
+                let code = errno
+                if code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM {
+                    // Out of descriptors: the pending connection stays queued, so the socket stays
+                    // ready and accept would fail again at once. Pause instead of spinning.
+                    acceptFailures.add(1, ordering: .relaxed)
+                    pauseAccepting(loop: loop)
+                    return
                 }
-                guard client >= 0 else {
-                    let code = errno
-                    if code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM {
-                        // Out of descriptors: the pending connection stays queued, so accept
-                        // would fail again at once. Back off instead of spinning.
-                        acceptFailures.add(1, ordering: .relaxed)
-                        usleep(100_000)
-                    }
-                    continue
-                }
-                _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-                let address = port == 0 ? nil : SocketAddress(storage: storage, length: length)
-                let connection = StreamConnection(fd: client, remote: address?.description ?? "local", remoteHost: address?.host)
-                let source = address.map { Self.sourceKey($0.host) } ?? "local"
-                guard let serial = admit(connection, source: source, limits: limits) else {
-                    refused.add(1, ordering: .relaxed)
-                    connection.close()
-                    continue
-                }
-                if port != 0 { connection.disableNagle() }
-                Threads.start("\(name) connection") { [self] in
-                    handler(connection)
-                    connection.close()
-                    release(source: source, serial: serial)
-                }
+                if code == EINTR || code == ECONNABORTED { continue }
+                return
+            }
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            let address = port == 0 ? nil : SocketAddress(storage: storage, length: length)
+            let connection = StreamConnection(fd: client, remote: address?.description ?? "local", remoteHost: address?.host)
+            let source = address.map { Self.sourceKey($0.host) } ?? "local"
+            guard let serial = admit(connection, source: source, limits: limits) else {
+                refused.add(1, ordering: .relaxed)
+                connection.close()
+                continue
+            }
+            if port != 0 { connection.disableNagle() }
+            Threads.start("\(name) connection") { [self] in
+                handler(connection)
+                connection.close()
+                release(source: source, serial: serial)
             }
         }
+    }
+
+    private func pauseAccepting(loop: EventLoop) {
+        guard let current = watch.withLock({ $0 }) else { return }
+        current.update([])
+        loop.after(millis: Self.acceptBackoffMillis) { current.update(.readable) }
     }
 
     /// The connection's serial when it may be served now, nil when it is refused. A full pool
@@ -261,10 +284,9 @@ public final class StreamListener: Sendable {
         }
     }
 
-    /// Wakes the accepting thread, which closes the descriptor as it ends.
+    /// Stops accepting; the loop closes the listening descriptor (connections being served go on).
     public func stop() {
-        if !stopped.exchange(true, ordering: .acquiringAndReleasing) {
-            shutdown(fd, Int32(SHUT_RDWR))
-        }
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        watch.withLock { $0 }?.close()
     }
 }

@@ -1,7 +1,6 @@
 import FoundationEssentials
 import Glibc
 import HandoffCore
-import Synchronization
 
 /// Sealed announcements sent straight to a paired device once its address is
 /// known (from its own announcements, or from mDNS before it is heard), and
@@ -12,12 +11,13 @@ public final class UnicastAnnouncer: DiscoveryPath {
     public let name = DiscoveryPathName.unicast
     private let port: UInt16
     private let state_ = Locked(State())
-    private let running = Atomic<Bool>(false)
 
     struct State: ~Copyable {
         var ipv4: Int32 = -1
         var ipv6: Int32 = -1
         var sent = 0
+        /// The sockets as the event loop holds them: closing these closes the sockets.
+        var watches: [EventLoop.Watch] = []
     }
 
     public init(port: UInt16) {
@@ -61,13 +61,12 @@ public final class UnicastAnnouncer: DiscoveryPath {
             throw HandoffError(.network, "Cannot open \(port)/udp for announcements from mDNS peers: \(failures.joined(separator: "; ")).",
                                fix: "Stop the program using \(port)/udp or pass another --port.")
         }
+        let watches = DatagramSocket.startReceiving(on: [ipv4, ipv6], path: .unicast, observer: observer)
         state_.withLock {
             $0.ipv4 = ipv4
             $0.ipv6 = ipv6
+            $0.watches = watches
         }
-        running.store(true, ordering: .releasing)
-        DatagramSocket.startReceiving(on: [ipv4, ipv6], path: .unicast,
-                                      isRunning: { [self] in running.load(ordering: .acquiring) }, observer: observer)
     }
 
     /// Sends each datagram routed by unicast to its one address; the rest are other paths'.
@@ -89,9 +88,9 @@ public final class UnicastAnnouncer: DiscoveryPath {
     }
 
     public func stop() {
-        running.store(false, ordering: .releasing)
         state_.withLock { state in
-            for fd in [state.ipv4, state.ipv6] where fd >= 0 { DatagramSocket.wake(fd) }
+            state.watches.forEach { $0.close() }
+            state.watches = []
             state.ipv4 = -1
             state.ipv6 = -1
         }

@@ -168,7 +168,7 @@ enum DaemonProgram {
             guard sigwait(&stopSignals, &number) == 0 else { continue }
             // However the shutdown goes, the process ends: a daemon that ignores
             // SIGTERM would be killed without its goodbye anyway.
-            EventExecutor.shared.after(millis: 3000) { exit(0) }
+            EventLoop.shared.after(millis: 3000) { exit(0) }
             Task.detached {
                 let remaining = await daemon.shutdown()
                 remaining.finish(withinMillis: 1000)

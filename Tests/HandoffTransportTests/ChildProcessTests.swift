@@ -37,10 +37,23 @@ import Testing
         #expect(throws: SystemError.self) { try ChildProcess.spawn("no-such-program-here", arguments: []) }
     }
 
-    @Test func onExitReportsTheStatus() async throws {
-        let started = try ChildProcess.spawn("/bin/sh", arguments: ["-c", "exit 7"])
-        let status = await withCheckedContinuation { done in ChildProcess.onExit(started.pid) { done.resume(returning: $0) } }
+    /// The loop watches the child's pidfd: the status arrives on the loop's thread, no thread waits.
+    @Test func onExitReportsTheStatusOnTheLoop() async throws {
+        let loop = EventLoop(name: "test loop")
+        let started = try ChildProcess.spawn("/bin/sh", arguments: ["-c", "sleep 0.05; exit 7"])
+        let (status, onLoop) = await withCheckedContinuation { done in
+            ChildProcess.onExit(started.pid, loop: loop) { done.resume(returning: ($0, loop.inLoop)) }
+        }
         #expect(status == 7)
+        #expect(onLoop)
+    }
+
+    /// A child that ended before the watch was placed is reported too (its pidfd is readable at once).
+    @Test func onExitReportsAChildThatEndedAlready() async throws {
+        let started = try ChildProcess.spawn("/bin/sh", arguments: ["-c", "exit 5"])
+        Threads.sleep(seconds: 0.1)
+        let status = await withCheckedContinuation { done in ChildProcess.onExit(started.pid) { done.resume(returning: $0) } }
+        #expect(status == 5)
     }
 
     /// handoff-launch holds its connection as fd 3 (socket activation) without CLOEXEC: systemd-run inherited it.

@@ -3,9 +3,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 #include <spawn.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 
 /* Linux calls and macros Swift's Glibc module does not import:
-   memfd_create (needs _GNU_SOURCE) and the CMSG_* macros of SCM_RIGHTS. */
+   memfd_create (needs _GNU_SOURCE), the CMSG_* macros of SCM_RIGHTS, epoll and eventfd. */
 
 /* memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING); -1 and errno on failure. */
 int handoff_memfd_create(const char *name);

@@ -1,0 +1,272 @@
+import CLinux
+import Glibc
+import Synchronization
+
+/// The process's one event loop: a thread blocked in `epoll_wait` that owns the
+/// descriptors registered with it, the deadlines, and an inbox other threads post
+/// work to. Nothing wakes it while nothing is ready and no deadline is due.
+///
+/// Why one loop: before it, each socket, watcher and timer had a thread of its own
+/// blocked in its own call (UDP receive, route netlink, inotify, the listeners'
+/// accept, the executor's deadline keeper), and stopping each was its own
+/// shutdown-or-pipe trick. Here every such source is a `Watch`: the loop calls its
+/// handler when the descriptor is ready, and closing the watch closes the
+/// descriptor exactly once, on the loop, after the last call of its handler.
+///
+/// Handlers, deadlines and posted work run on the loop's thread, one at a time: they
+/// must not block (no connect, no blocking read, no waiting on another thread).
+public final class EventLoop: @unchecked Sendable {
+    /// The process's loop; its thread starts on first use.
+    public static let shared = EventLoop(name: "event loop")
+
+    public struct Interest: OptionSet, Sendable {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        public static let readable = Interest(rawValue: EPOLLIN.rawValue)
+        public static let writable = Interest(rawValue: EPOLLOUT.rawValue)
+    }
+
+    /// What was ready, as the handler is called.
+    public struct Readiness: Sendable {
+        public let events: UInt32
+        public var isReadable: Bool { events & EPOLLIN.rawValue != 0 }
+        public var isWritable: Bool { events & EPOLLOUT.rawValue != 0 }
+        /// The peer hung up: reading says how.
+        public var isHungUp: Bool { events & EPOLLHUP.rawValue != 0 }
+        /// The descriptor has an error pending: reading or SO_ERROR says which.
+        public var isFailed: Bool { events & EPOLLERR.rawValue != 0 }
+    }
+
+    /// One scheduled call, for `cancel`.
+    public struct Deadline: Hashable, Sendable {
+        let id: UInt64
+    }
+
+    /// A descriptor the loop owns from `watch` on.
+    public final class Watch: Sendable {
+        public let fd: Int32
+        let id: UInt64
+        /// False for a library's descriptor (sd-bus, Avahi), which the library closes itself.
+        let ownsDescriptor: Bool
+        private let loop: EventLoop
+        private let closed = Atomic<Bool>(false)
+
+        init(fd: Int32, id: UInt64, ownsDescriptor: Bool, loop: EventLoop) {
+            self.fd = fd
+            self.id = id
+            self.ownsDescriptor = ownsDescriptor
+            self.loop = loop
+        }
+
+        public var isClosed: Bool { closed.load(ordering: .acquiring) }
+
+        /// What the handler is called for from now on (sd-bus asks for writable only while it has
+        /// something to send).
+        public func update(_ interest: Interest) {
+            guard !isClosed else { return }
+            var event = epoll_event()
+            event.events = interest.rawValue
+            event.data.u64 = id
+            _ = epoll_ctl(loop.epoll, EPOLL_CTL_MOD, fd, &event)
+        }
+
+        /// Stops the handler and closes the descriptor (when the watch owns it), once, on the
+        /// loop: at once when called there (a handler closing its own watch), else as the loop's
+        /// next step. Nothing of the watch runs after the close.
+        public func close() {
+            guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            loop.runOnLoop { [self] in loop.remove(self) }
+        }
+    }
+
+    private struct Registration {
+        let watch: Watch
+        let handler: @Sendable (Readiness) -> Void
+    }
+
+    private struct State {
+        var inbox: [@Sendable () -> Void] = []
+        var timed: [UInt64: (atNanos: UInt64, call: @Sendable () -> Void)] = [:]
+        var registrations: [UInt64: Registration] = [:]
+        var nextID: UInt64 = 1
+        var started = false
+        /// A wake-up is written and not yet read: more posts need not write again.
+        var wakePending = false
+    }
+
+    private let name: String
+    private let epoll: Int32
+    private let wakeup: Int32
+    private let state = Locked(State())
+    /// The loop's thread, once it runs (0 before).
+    private let loopThread = Atomic<UInt>(0)
+
+    /// A loop of its own (tests); the process uses `shared`.
+    public init(name: String) {
+        self.name = name
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        wakeup = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        // Only when the process is out of descriptors at its start: nothing could go on.
+        guard epoll >= 0, wakeup >= 0 else { fatalError("\(name): epoll or eventfd failed: \(String(cString: strerror(errno)))") }
+        var event = epoll_event()
+        event.events = EPOLLIN.rawValue
+        event.data.u64 = 0
+        _ = epoll_ctl(epoll, EPOLL_CTL_ADD, wakeup, &event)
+    }
+
+    /// True on the loop's thread.
+    public var inLoop: Bool { loopThread.load(ordering: .acquiring) == UInt(pthread_self()) }
+
+    /// Runs `work` on the loop's thread, after what is already posted.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        let wake = state.withLock { state -> Bool in
+            state.inbox.append(work)
+            return startAndNoteWake(&state)
+        }
+        if wake { signal() }
+    }
+
+    /// Runs `call` on the loop's thread once `millis` have passed (monotonic clock).
+    @discardableResult
+    public func after(millis: UInt64, _ call: @escaping @Sendable () -> Void) -> Deadline {
+        let (id, wake) = state.withLock { state -> (UInt64, Bool) in
+            let id = state.nextID
+            state.nextID += 1
+            state.timed[id] = (Self.nowNanos() &+ millis &* 1_000_000, call)
+            return (id, startAndNoteWake(&state))
+        }
+        if wake { signal() }
+        return Deadline(id: id)
+    }
+
+    /// Drops a scheduled call that has not run yet; nothing wakes for it.
+    public func cancel(_ deadline: Deadline) {
+        state.withLock { _ = $0.timed.removeValue(forKey: deadline.id) }
+    }
+
+    /// Registers `fd`, which the loop owns from here on (the watch closes it). `fd` is made
+    /// non-blocking: `handler` reads until EAGAIN, or a bounded amount and then returns (the
+    /// descriptor stays ready, so it is called again after the others had their turn).
+    public func watch(_ fd: Int32, _ interest: Interest = .readable,
+                      handler: @escaping @Sendable (Readiness) -> Void) throws(SystemError) -> Watch {
+        let flags = fcntl(fd, F_GETFL)
+        if flags >= 0, flags & O_NONBLOCK == 0 { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
+        return try register(fd, interest, owning: true, handler: handler)
+    }
+
+    /// Watches a descriptor a library owns and closes (sd-bus's, Avahi's): closing the watch
+    /// only stops watching, and must come before the library closes it. Left as the library set it.
+    public func watch(borrowing fd: Int32, _ interest: Interest,
+                      handler: @escaping @Sendable (Readiness) -> Void) throws(SystemError) -> Watch {
+        try register(fd, interest, owning: false, handler: handler)
+    }
+
+    private func register(_ fd: Int32, _ interest: Interest, owning: Bool,
+                          handler: @escaping @Sendable (Readiness) -> Void) throws(SystemError) -> Watch {
+        let watch = state.withLock { state -> Watch in
+            let watch = Watch(fd: fd, id: state.nextID, ownsDescriptor: owning, loop: self)
+            state.nextID += 1
+            state.registrations[watch.id] = Registration(watch: watch, handler: handler)
+            return watch
+        }
+        var event = epoll_event()
+        event.events = interest.rawValue
+        event.data.u64 = watch.id
+        do {
+            try systemCall("epoll_ctl(ADD)") { epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) }
+        } catch {
+            state.withLock { _ = $0.registrations.removeValue(forKey: watch.id) }
+            throw error
+        }
+        let wake = state.withLock { startAndNoteWake(&$0) }
+        if wake { signal() }
+        return watch
+    }
+
+    private func runOnLoop(_ work: @escaping @Sendable () -> Void) {
+        if inLoop { work() } else { execute(work) }
+    }
+
+    private func remove(_ watch: Watch) {
+        _ = state.withLock { $0.registrations.removeValue(forKey: watch.id) }
+        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, watch.fd, nil)
+        if watch.ownsDescriptor { Glibc.close(watch.fd) }
+    }
+
+    /// Starts the thread on first use; true when the loop must be woken (it may be asleep in
+    /// epoll_wait with an older timeout, or none).
+    private func startAndNoteWake(_ state: inout State) -> Bool {
+        if !state.started {
+            state.started = true
+            Threads.start(name) { [self] in run() }
+            return false
+        }
+        guard !inLoop, !state.wakePending else { return false }
+        state.wakePending = true
+        return true
+    }
+
+    private func signal() {
+        var one: UInt64 = 1
+        _ = Glibc.write(wakeup, &one, 8)
+    }
+
+    private func run() -> Never {
+        loopThread.store(UInt(pthread_self()), ordering: .releasing)
+        var events = [epoll_event](repeating: epoll_event(), count: 64)
+        while true {
+            let timeout = state.withLock { state -> Int32 in
+                if !state.inbox.isEmpty { return 0 }
+                guard let earliest = state.timed.values.lazy.map(\.atNanos).min() else { return -1 }
+                let now = Self.nowNanos()
+                // Rounded up: waking a little early would spin until the deadline.
+                return earliest <= now ? 0 : Int32(clamping: (earliest - now + 999_999) / 1_000_000)
+            }
+            let count = epoll_wait(epoll, &events, Int32(events.count), timeout)
+            if count > 0 {
+                for index in 0..<Int(count) {
+                    let event = events[index]
+                    if event.data.u64 == 0 {
+                        var value: UInt64 = 0
+                        _ = Glibc.read(wakeup, &value, 8)
+                        state.withLock { $0.wakePending = false }
+                        continue
+                    }
+                    // Looked up now: a handler earlier in this batch may have closed this one.
+                    guard let registration = state.withLock({ $0.registrations[event.data.u64] }) else { continue }
+                    registration.handler(Readiness(events: event.events))
+                }
+            }
+            runDueDeadlines()
+            let posted = state.withLock { state -> [@Sendable () -> Void] in
+                defer { state.inbox.removeAll() }
+                return state.inbox
+            }
+            posted.forEach { $0() }
+        }
+    }
+
+    private func runDueDeadlines() {
+        let now = Self.nowNanos()
+        let due = state.withLock { state -> [(UInt64, @Sendable () -> Void)] in
+            let ready = state.timed.filter { $0.value.atNanos <= now }
+            for id in ready.keys { state.timed.removeValue(forKey: id) }
+            return ready.map { ($0.value.atNanos, $0.value.call) }
+        }
+        for (_, call) in due.sorted(by: { $0.0 < $1.0 }) { call() }
+    }
+
+    static func nowNanos() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+    }
+}
+
+/// A buffer one watch's handler reads into, allocated once. Unchecked: only that handler
+/// touches it, on the loop's thread, one call at a time.
+public final class ReadBuffer: @unchecked Sendable {
+    public let bytes: UnsafeMutableRawBufferPointer
+    public init(bytes count: Int) { bytes = .allocate(byteCount: count, alignment: 8) }
+    deinit { bytes.deallocate() }
+}
