@@ -203,13 +203,12 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     }
 
     /// Runs `work` on the loop after `millis`, unless stopped by then.
-    private func after(millis: UInt64, _ work: @escaping (BlueZPresence) -> Void) {
-        let call = UncheckedCall { [self] in
+    private func after(millis: UInt64, _ work: @escaping @Sendable (BlueZPresence) -> Void) {
+        loop.after(millis: millis) { [self] in
             guard !stopping else { return }
             work(self)
             pump()
         }
-        loop.after(millis: millis) { call.run() }
     }
 
     // MARK: - Connection and bluetoothd's lifetime
@@ -740,10 +739,4 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         }
         finished.signal()
     }
-}
-
-/// A call that captures loop-only state, passed to the loop's deadline. Unchecked: it runs
-/// only there.
-private struct UncheckedCall: @unchecked Sendable {
-    let run: () -> Void
 }

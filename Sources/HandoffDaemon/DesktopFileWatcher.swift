@@ -23,11 +23,6 @@ final class DesktopFileWatcher: Sendable {
     private let generation: Locked<UInt64>
     /// The inotify descriptor as the loop holds it; closing it closes the descriptor.
     private let inotifyWatch: EventLoop.Watch
-    /// Watches by watch descriptor; only the loop's handler touches them after `init`.
-    private final class Watches: @unchecked Sendable {
-        var byDescriptor: [Int32: Watch]
-        init(_ watches: [Int32: Watch]) { byDescriptor = watches }
-    }
 
     /// What to watch for `directories`; `isDirectory` is the file system (a parameter for tests).
     static func plan(for directories: [String], isDirectory: (String) -> Bool) -> [Watch] {
@@ -70,7 +65,7 @@ final class DesktopFileWatcher: Sendable {
         let generation = Locked<UInt64>(0)
         self.generation = generation
         // Set up before returning: a change right after the start is counted.
-        let watches = Watches(Self.setUp(inotify, directories: directories, replacing: [:]))
+        let watches = Locked(Self.setUp(inotify, directories: directories, replacing: [:]))
         // Room for many events at once; each is 16 bytes and a name of at most NAME_MAX + 1.
         let buffer = ReadBuffer(bytes: 64 * 1024)
         do {
@@ -92,14 +87,17 @@ final class DesktopFileWatcher: Sendable {
                         continue
                     }
                     // Not a current watch: one a rebuild removed (its IN_IGNORED comes after).
-                    guard let watch = watches.byDescriptor[event.wd],
+                    guard let watch = watches.withLock({ $0[event.wd] }),
                           DesktopFileWatcher.matters(watch, mask: event.mask, name: name) else { continue }
                     changed = true
                     if watch.waitingFor != nil || event.mask & UInt32(IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
                         rebuild = true
                     }
                 }
-                if rebuild { watches.byDescriptor = DesktopFileWatcher.setUp(inotify, directories: directories, replacing: watches.byDescriptor) }
+                if rebuild {
+                    // Only this handler uses the watches (on the loop); the lock makes that checkable.
+                    watches.withLock { $0 = DesktopFileWatcher.setUp(inotify, directories: directories, replacing: $0) }
+                }
                 if changed { generation.withLock { $0 &+= 1 } }
             }
         } catch {

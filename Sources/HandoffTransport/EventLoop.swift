@@ -15,7 +15,7 @@ import Synchronization
 ///
 /// Handlers, deadlines and posted work run on the loop's thread, one at a time: they
 /// must not block (no connect, no blocking read, no waiting on another thread).
-public final class EventLoop: @unchecked Sendable {
+public final class EventLoop: Sendable {
     /// The process's loop; its thread starts on first use.
     public static let shared = EventLoop(name: "event loop")
 
