@@ -3,12 +3,6 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-bus-vtable.h>
 #include <string.h>
-#include <sys/eventfd.h>
-
-/* The wake-up descriptor of the notification agent's bus thread. */
-static inline int handoff_eventfd(void) {
-    return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-}
 
 /* An empty method return; sd_bus_reply_method_return is variadic. */
 static inline int handoff_bus_reply_empty(sd_bus_message *call) {

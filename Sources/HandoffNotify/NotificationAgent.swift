@@ -1,5 +1,4 @@
-import CSystemd
-import Dispatch
+import CLinux
 import FoundationEssentials
 import Glibc
 import HandoffAPI
@@ -13,15 +12,16 @@ import HandoffTransport
 /// session bus) and in a panel item (`PanelItem`), and turns Continue / Not now
 /// into `accept` / `decline`.
 ///
-/// Threads: the caller of `run` owns the session-bus connection and the
-/// `NotificationBook` (sd-bus is not thread-safe; one owner, one poll loop).
-/// An events thread reads handoffd's event stream; a requests thread makes the
-/// short local-API calls (`list`, `decline`); each accept runs on a thread of
-/// its own, as it may wait for an app to start. They hand results to the bus
-/// thread through `post`: a locked inbox and an eventfd that wakes its poll.
+/// Threads: the event loop (`EventLoop`) owns the session-bus connection and
+/// the `NotificationBook` once `run` has set them up (sd-bus is not
+/// thread-safe; one owner). An events thread reads handoffd's event stream; a
+/// requests thread makes the short local-API calls (`list`, `decline`); each
+/// accept runs on a thread of its own, as it may wait for an app to start.
+/// They hand results to the loop through `post` (its inbox). SIGTERM and SIGINT
+/// arrive there too, through a signalfd.
 public final class NotificationAgent: @unchecked Sendable {
-    // @unchecked Sendable: `book`, `panel`, `bus`, `serverOwner`, `accepting` and `refreshAtMillis` are used on the
-    // bus thread only (`signalSources` is set before it runs); other threads touch only `inbox`, `wakeFD` and `requests`.
+    // @unchecked Sendable: `book`, `panel`, `bus`, `serverOwner`, `accepting`, `refreshAtMillis` and the loop's
+    // handles are used on the loop only (set up by `run` before the loop has them); other threads only `post`.
     enum Message: Sendable {
         case offers([OfferNotice])
         case acceptFinished(peer: String, error: HandoffError?)
@@ -45,8 +45,9 @@ public final class NotificationAgent: @unchecked Sendable {
 
     private let socketPath: String?
     private let log: @Sendable (String) -> Void
-    private let inbox = Locked<[Message]>([])
-    private let wakeFD: Int32
+    private let loop: EventLoop
+    /// Signalled when the loop has closed what the agent showed and let go of the bus.
+    private let finished = Signals(value: 0)
     private let requests = RequestQueue()
     private let settings: NotifySettings
     private var book = NotificationBook()
@@ -58,36 +59,48 @@ public final class NotificationAgent: @unchecked Sendable {
     private var bus: BusConnection?
     private var serverOwner: String?
     private var refreshAtMillis: UInt64?
-    private var signalSources: [any DispatchSourceSignal] = []
+    /// The bus's socket as the loop watches it (sd-bus owns the descriptor), sd-bus's own
+    /// timeout, and the agent's next refresh or panel retry.
+    private var busWatch: EventLoop.Watch?
+    private var busDeadline: EventLoop.Deadline?
+    private var tickDeadline: EventLoop.Deadline?
+    private var stopped = false
+    private var signalWatch: EventLoop.Watch?
 
-    public init(socketPath: String?, settings: NotifySettings = NotifySettings(), log: @escaping @Sendable (String) -> Void) throws(HandoffError) {
+    public init(socketPath: String?, settings: NotifySettings = NotifySettings(), loop: EventLoop = .shared,
+                log: @escaping @Sendable (String) -> Void) throws(HandoffError) {
         self.socketPath = socketPath
         self.settings = settings
+        self.loop = loop
         self.log = log
         panel = PanelMenu(enabled: settings.panel)
-        wakeFD = handoff_eventfd()
-        guard wakeFD >= 0 else {
-            throw HandoffError(.internal, "Cannot create an eventfd: \(String(cString: strerror(errno))).", fix: "Check the process's descriptor limit.")
-        }
     }
-
-    deinit { Glibc.close(wakeFD) }
 
     /// Asks `run` to close the notifications it shows and return. Callable from any thread.
     public func stop() { post(.stop) }
 
-    /// Stops on these signals (from a dispatch queue, not in a signal handler). Call before `run`.
+    /// Stops on these signals, read from a signalfd on the loop. Call first, before any thread
+    /// starts: the signals are blocked in the calling thread, and threads inherit that.
     public func stopOnSignals(_ numbers: [Int32]) {
-        for number in numbers {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [weak self] in self?.stop() }
-            source.resume()
-            signalSources.append(source)
+        var set = sigset_t()
+        sigemptyset(&set)
+        for number in numbers { sigaddset(&set, number) }
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+        let fd = signalfd(-1, &set, Int32(SFD_CLOEXEC | SFD_NONBLOCK))
+        guard fd >= 0 else {
+            log("cannot read signals (signalfd: \(String(cString: strerror(errno)))); SIGTERM ends the agent without closing its notifications")
+            pthread_sigmask(SIG_UNBLOCK, &set, nil)
+            return
+        }
+        signalWatch = try? loop.watch(fd) { [self] _ in
+            var info = signalfd_siginfo()
+            while read(fd, &info, MemoryLayout<signalfd_siginfo>.size) > 0 {}
+            stop()
         }
     }
 
-    /// Runs until `stop`; the calling thread becomes the session bus's owner.
+    /// Runs until `stop`: sets up the session bus on the calling thread, then hands it to the
+    /// loop and waits.
     public func run() throws(HandoffError) {
         let bus: BusConnection
         do {
@@ -128,51 +141,73 @@ public final class NotificationAgent: @unchecked Sendable {
         }
         startEventsThread()
         startRequestsThread()
-        loop(bus)
-        // Nothing can answer these once the agent is gone.
-        for id in book.shownIDs + pairingBook.shownIDs { close(id) }
-        panelItem = nil // it holds the connection too
-        self.bus = nil // flushes the CloseNotification calls and closes the connection; the item's name goes with it
+        // From here on the loop owns the bus: this thread does not touch it again.
+        loop.execute { [self] in turn() }
+        finished.wait()
         requests.add(.stop)
     }
 
-    // MARK: - The bus thread
+    // MARK: - On the loop
 
-    private func loop(_ bus: BusConnection) {
-        while true {
-            do {
-                while try bus.process() {}
-            } catch {
-                log("the session bus failed (\(error)); stopping")
-                return
+    /// Messages sd-bus dispatches per turn before the loop serves its other descriptors.
+    static let messagesPerTurn = 64
+
+    /// After anything happened: lets sd-bus dispatch what arrived, runs what is due, and asks the
+    /// loop to call again when the bus's socket is ready, its timeout due, or a refresh or the
+    /// panel item's retry is.
+    private func turn() {
+        guard !stopped, let bus else { return }
+        var more = false
+        do throws(BusError) {
+            for _ in 0..<Self.messagesPerTurn {
+                more = try bus.process()
+                if !more || stopped { break }
             }
-            let messages = inbox.withLock { inbox in
-                defer { inbox.removeAll() }
-                return inbox
-            }
-            for message in messages {
-                if case .stop = message { return }
-                handle(message)
-            }
-            if let at = refreshAtMillis, monotonicMillis() >= at {
-                refreshAtMillis = nil
-                requests.add(.refresh)
-            }
-            panelItem?.tick(nowMillis: monotonicMillis())
-            var timeout = bus.timeoutMillis ?? -1
-            for deadline in [refreshAtMillis, panelItem?.retryAtMillis].compactMap({ $0 }) {
-                let left = Int(deadline - min(deadline, monotonicMillis()))
-                timeout = timeout < 0 ? left : min(timeout, left)
-            }
-            var fds = [pollfd(fd: bus.fileDescriptor, events: bus.events, revents: 0),
-                       pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
-            if poll(&fds, 2, Int32(timeout)) < 0, errno != EINTR {
-                log("poll failed: \(String(cString: strerror(errno))); stopping")
-                return
-            }
-            var count: UInt64 = 0
-            if fds[1].revents != 0 { _ = read(wakeFD, &count, 8) }
+        } catch {
+            log("the session bus failed (\(error)); stopping")
+            return finish()
         }
+        guard !stopped else { return }
+        if more { loop.execute { [self] in turn() } }
+        let now = monotonicMillis()
+        if let at = refreshAtMillis, now >= at {
+            refreshAtMillis = nil
+            requests.add(.refresh)
+        }
+        panelItem?.tick(nowMillis: now)
+        var interest: EventLoop.Interest = []
+        if bus.events & Int16(POLLIN) != 0 { interest.insert(.readable) }
+        if bus.events & Int16(POLLOUT) != 0 { interest.insert(.writable) }
+        if let busWatch {
+            busWatch.update(interest)
+        } else if let watch = try? loop.watch(borrowing: bus.fileDescriptor, interest, handler: { [self] _ in turn() }) {
+            busWatch = watch
+        } else {
+            log("cannot watch the session bus; stopping")
+            return finish()
+        }
+        if let busDeadline { loop.cancel(busDeadline) }
+        busDeadline = bus.timeoutMillis.map { millis in loop.after(millis: UInt64(millis)) { [self] in turn() } }
+        if let tickDeadline { loop.cancel(tickDeadline) }
+        tickDeadline = [refreshAtMillis, panelItem?.retryAtMillis].compactMap { $0 }.min().map { at in
+            loop.after(millis: at > now ? at - now : 0) { [self] in turn() }
+        }
+    }
+
+    /// Closes what is shown (nothing can answer these once the agent is gone), lets go of the bus
+    /// (which flushes the CloseNotification calls and takes the panel item's name with it), and
+    /// lets `run` return.
+    private func finish() {
+        guard !stopped else { return }
+        for id in book.shownIDs + pairingBook.shownIDs { close(id) }
+        stopped = true
+        busWatch?.close()
+        busWatch = nil
+        for deadline in [busDeadline, tickDeadline].compactMap({ $0 }) { loop.cancel(deadline) }
+        panelItem = nil // it holds the connection too
+        bus = nil
+        signalWatch?.close()
+        finished.signal()
     }
 
     private func handle(_ message: Message) {
@@ -359,9 +394,12 @@ public final class NotificationAgent: @unchecked Sendable {
     // MARK: - Other threads
 
     private func post(_ message: Message) {
-        inbox.withLock { $0.append(message) }
-        var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
+        loop.execute { [self] in
+            guard !stopped else { return }
+            if case .stop = message { return finish() }
+            handle(message)
+            turn()
+        }
     }
 
     /// Events the pairing notifications follow.

@@ -5,9 +5,10 @@
 #include <spawn.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/signalfd.h>
 
 /* Linux calls and macros Swift's Glibc module does not import:
-   memfd_create (needs _GNU_SOURCE), the CMSG_* macros of SCM_RIGHTS, epoll and eventfd. */
+   memfd_create (needs _GNU_SOURCE), the CMSG_* macros of SCM_RIGHTS, epoll, eventfd and signalfd. */
 
 /* memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING); -1 and errno on failure. */
 int handoff_memfd_create(const char *name);
