@@ -51,31 +51,34 @@ let package = Package(
         // Sockets: UDP multicast discovery, the transfer socket, the local API socket.
         // Linux calls Swift's Glibc module does not import: memfd_create, seals, SCM_RIGHTS.
         .target(name: "CLinux"),
-        .target(name: "HandoffTransport", dependencies: ["CLinux", "HandoffCore"]),
+        // The runtime: one event loop (descriptors, deadlines, an inbox), the executor Swift
+        // concurrency runs on, named threads, the one lock type, the clocks. No Foundation.
+        .target(name: "HandoffRuntime", dependencies: ["CLinux"]),
+        .target(name: "HandoffTransport", dependencies: ["CLinux", "HandoffCore", "HandoffRuntime"]),
         // The local API's requests, replies and events as types, with their one JSON codec:
         // handoffd, HandoffKit, handoff-peer and handoff-notify all speak through it. Pure.
         .target(name: "HandoffAPI", dependencies: ["HandoffCore"]),
         // mDNS: publish and browse _handoff._tcp through avahi-daemon.
-        .target(name: "HandoffMDNS", dependencies: ["CAvahi", "HandoffCore", "HandoffTransport"]),
+        .target(name: "HandoffMDNS", dependencies: ["CAvahi", "HandoffCore", "HandoffTransport", "HandoffRuntime"]),
         // Bluetooth LE: HCI transports (raw socket, H4 over Unix), the controller driver, beacons.
-        .target(name: "HandoffBluetooth", dependencies: ["CBluetooth", "HandoffCore", "HandoffTransport"]),
+        .target(name: "HandoffBluetooth", dependencies: ["CBluetooth", "HandoffCore", "HandoffTransport", "HandoffRuntime"]),
         // Bluetooth LE through bluetoothd's D-Bus API (sd-bus): the default backend.
         .target(name: "HandoffDBus", dependencies: ["CSystemd", "HandoffCore"]),
-        .target(name: "HandoffBlueZ", dependencies: ["CSystemd", "HandoffDBus", "HandoffBluetooth", "HandoffCore", "HandoffTransport"]),
+        .target(name: "HandoffBlueZ", dependencies: ["CSystemd", "HandoffDBus", "HandoffBluetooth", "HandoffCore", "HandoffTransport", "HandoffRuntime"]),
         // The daemon as a library: state, wiring, request handling.
-        .target(name: "HandoffDaemon", dependencies: ["HandoffAPI", "HandoffCore", "HandoffCrypto", "HandoffTransport", "HandoffMDNS", "HandoffBluetooth", "HandoffBlueZ"]),
+        .target(name: "HandoffDaemon", dependencies: ["HandoffAPI", "HandoffCore", "HandoffCrypto", "HandoffTransport", "HandoffRuntime", "HandoffMDNS", "HandoffBluetooth", "HandoffBlueZ"]),
         // Client of the local API, used by apps and by handoff-peer.
-        .target(name: "HandoffKit", dependencies: ["HandoffAPI", "HandoffCore", "HandoffTransport"]),
+        .target(name: "HandoffKit", dependencies: ["HandoffAPI", "HandoffCore", "HandoffTransport", "HandoffRuntime"]),
         // The browser extension's native messaging host: the one program called as handoff-webext-host.
-        .target(name: "HandoffBrowserHost", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
+        .target(name: "HandoffBrowserHost", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport", "HandoffRuntime"]),
         // The session agent: offers as desktop notifications (org.freedesktop.Notifications, sd-bus).
-        .target(name: "HandoffNotify", dependencies: ["CSystemd", "HandoffDBus", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
+        .target(name: "HandoffNotify", dependencies: ["CSystemd", "HandoffDBus", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport", "HandoffRuntime"]),
         // The documents publisher and receiver (the recently-used list), in the session. Its program is
         // the one program called as handoff-documents.
-        .target(name: "HandoffDocuments", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffCommandLine", "HandoffTransport"]),
+        .target(name: "HandoffDocuments", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffCommandLine", "HandoffTransport", "HandoffRuntime"]),
         // Every program in one executable, picked by the name it is called by (Sources/handoff/main.swift).
         .executableTarget(name: "handoff", dependencies: ["HandoffDaemon", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffCommandLine", "HandoffCrypto",
-                                                          "HandoffTransport", "HandoffBluetooth", "HandoffBlueZ", "HandoffBrowserHost",
+                                                          "HandoffTransport", "HandoffRuntime", "HandoffBluetooth", "HandoffBlueZ", "HandoffBrowserHost",
                                                           "HandoffNotify", "HandoffDocuments"]),
         // Example app using HandoffKit end to end (Examples/Reader).
         .executableTarget(name: "handoff-reader", dependencies: ["HandoffKit", "HandoffCore", "HandoffCommandLine"], path: "Examples/Reader",
@@ -85,18 +88,19 @@ let package = Package(
         .testTarget(name: "handoffTests", dependencies: ["handoff"]),
         .testTarget(name: "HandoffDocumentsTests", dependencies: ["HandoffDocuments", "HandoffCore"]),
         .testTarget(name: "HandoffNotifyTests", dependencies: ["HandoffNotify", "HandoffAPI", "HandoffCore"]),
-        .testTarget(name: "HandoffKitTests", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"]),
+        .testTarget(name: "HandoffKitTests", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport", "HandoffRuntime"]),
         .testTarget(name: "HandoffBrowserHostTests", dependencies: ["HandoffBrowserHost", "HandoffCore"]),
         .testTarget(name: "HandoffAPITests", dependencies: ["HandoffAPI", "HandoffCore"]),
         .testTarget(name: "HandoffCoreTests", dependencies: ["HandoffCore", "HandoffCrypto"], exclude: ["Vectors.md"]),
         .testTarget(name: "HandoffCryptoTests", dependencies: ["HandoffCrypto", "HandoffCore"]),
-        .testTarget(name: "HandoffTransportTests", dependencies: ["HandoffTransport", "HandoffCore"]),
+        .testTarget(name: "HandoffRuntimeTests", dependencies: ["HandoffRuntime"]),
+        .testTarget(name: "HandoffTransportTests", dependencies: ["HandoffTransport", "HandoffRuntime", "HandoffCore"]),
         .testTarget(name: "HandoffBlueZTests", dependencies: ["HandoffBlueZ", "HandoffDBus", "HandoffCore"]),
         .testTarget(name: "HandoffDBusTests", dependencies: ["HandoffDBus", "HandoffBlueZ", "CSystemd", "HandoffCore"]),
         // Several real daemons in one process over loopback discovery (TestHost, LoopbackHub).
-        .target(name: "HandoffTestSupport", dependencies: ["HandoffDaemon", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport"],
+        .target(name: "HandoffTestSupport", dependencies: ["HandoffDaemon", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport", "HandoffRuntime"],
                 path: "Tests/HandoffTestSupport"),
-        .testTarget(name: "HandoffDaemonTests", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffCrypto", "HandoffTransport"]),
-        .testTarget(name: "InProcessHandoffTests", dependencies: ["HandoffTestSupport", "HandoffDaemon", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffCrypto", "HandoffTransport"]),
+        .testTarget(name: "HandoffDaemonTests", dependencies: ["HandoffDaemon", "HandoffCore", "HandoffCrypto", "HandoffTransport", "HandoffRuntime"]),
+        .testTarget(name: "InProcessHandoffTests", dependencies: ["HandoffTestSupport", "HandoffDaemon", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffCrypto", "HandoffTransport", "HandoffRuntime"]),
     ]
 )

@@ -5,6 +5,7 @@ import HandoffBluetooth
 import HandoffCore
 import HandoffDBus
 import HandoffTransport
+import HandoffRuntime
 import Synchronization
 
 /// Bluetooth LE presence through bluetoothd's D-Bus API: the default backend.

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import HandoffCore
 import HandoffTransport
+import HandoffRuntime
 import Synchronization
 
 /// Drives one LE controller: sends a command, waits for its Command Complete

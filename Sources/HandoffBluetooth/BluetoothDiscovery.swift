@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import HandoffCore
 import HandoffTransport
+import HandoffRuntime
 import Synchronization
 
 /// Bluetooth LE presence: advertises this host's beacon (rotating token,

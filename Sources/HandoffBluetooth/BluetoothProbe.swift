@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import HandoffCore
 import HandoffTransport
+import HandoffRuntime
 
 /// A few seconds of advertising and scanning on one controller, for checking
 /// real hardware (`handoff-ble-check`): proves the controller takes our

@@ -2,6 +2,7 @@ import CBluetooth
 import Glibc
 import HandoffCore
 import HandoffTransport
+import HandoffRuntime
 
 /// Moves H4 packets (type byte, then the HCI packet) to and from a controller.
 /// Two implementations: a kernel device through libbluetooth's raw HCI socket

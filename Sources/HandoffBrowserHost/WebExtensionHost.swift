@@ -4,6 +4,7 @@ import HandoffAPI
 import HandoffCore
 import HandoffKit
 import HandoffTransport
+import HandoffRuntime
 
 /// The native messaging host the Handoff extension starts (`handoff-webext-host`):
 /// browser messages on stdin and stdout, handoffd's local API on the other side.

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HandoffTransport
+import HandoffRuntime
 
 /// Runs async work from a plain thread (socket threads) and waits for it.
 /// Only ever called from threads we created, never from the cooperative pool,

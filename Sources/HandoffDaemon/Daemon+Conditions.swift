@@ -4,6 +4,7 @@ import HandoffAPI
 import HandoffCore
 import HandoffCrypto
 import HandoffTransport
+import HandoffRuntime
 
 // The six transport conditions (Docs/CONDITIONS.md). The daemon only gathers
 // evidence here (and probes a peer that has gone silent); which condition

@@ -4,6 +4,7 @@ import HandoffCore
 import HandoffCrypto
 import HandoffMDNS
 import HandoffTransport
+import HandoffRuntime
 
 // Discovery: which paths run, what each observation means, and the mDNS
 // service record with its rotating token.

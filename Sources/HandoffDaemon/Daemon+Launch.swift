@@ -3,6 +3,7 @@ import Glibc
 import HandoffAPI
 import HandoffCore
 import HandoffTransport
+import HandoffRuntime
 
 /// A continuation waiting for the app that was started to take it.
 struct PendingDelivery {

@@ -4,6 +4,7 @@ import HandoffAPI
 import HandoffCore
 import HandoffCrypto
 import HandoffTransport
+import HandoffRuntime
 
 /// The local API (Docs/LOCAL-API.md): one JSON object per line each way, typed
 /// by HandoffAPI (`RequestEnvelope`, `Reply`, `Event`). Requests carry `op` and an

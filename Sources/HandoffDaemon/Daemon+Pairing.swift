@@ -4,6 +4,7 @@ import HandoffAPI
 import HandoffCore
 import HandoffCrypto
 import HandoffTransport
+import HandoffRuntime
 
 /// Pairing (Docs/SECURITY.md, "Pairing"): the responder opens pairing
 /// (`handoff-peer pair`), the initiator connects (`handoff-peer pair NAME`),

@@ -4,6 +4,7 @@ import HandoffAPI
 import HandoffCore
 import HandoffCrypto
 import HandoffTransport
+import HandoffRuntime
 
 // Continuation streams (Docs/APPS.md, Docs/PROTOCOL.md "Continuation stream"):
 // after a continuation, the app on the continuing host (B) and the app that

@@ -3,6 +3,7 @@ import HandoffAPI
 import HandoffCore
 import HandoffCrypto
 import HandoffTransport
+import HandoffRuntime
 
 // The transfer socket: every connection starts with the handshake
 // (SecureChannel); then the sender serves the current payload to a paired

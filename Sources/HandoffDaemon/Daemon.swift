@@ -6,6 +6,7 @@ import HandoffBluetooth
 import HandoffCrypto
 import HandoffMDNS
 import HandoffTransport
+import HandoffRuntime
 
 /// The daemon's single owner of state: identity, trust, the published
 /// activity, the peer table and the clients.subscribers. Socket threads and discovery

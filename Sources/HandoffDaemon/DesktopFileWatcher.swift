@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HandoffTransport
+import HandoffRuntime
 
 /// Counts changes to the XDG application directories with inotify, so the
 /// `.desktop` declarations are scanned again only after one. A directory that

@@ -3,6 +3,7 @@ import Glibc
 import HandoffAPI
 import HandoffCore
 import HandoffTransport
+import HandoffRuntime
 import Synchronization
 
 /// One subscriber's event stream. Writes happen on the sink's own thread

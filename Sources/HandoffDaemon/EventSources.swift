@@ -1,4 +1,5 @@
 import HandoffTransport
+import HandoffRuntime
 
 /// What wakes the daemon besides its sockets' threads: the one timer, route netlink, the
 /// `.desktop` directories' watcher, the discovery inbox and the local API listener. Each is

@@ -1,4 +1,5 @@
 import HandoffTransport
+import HandoffRuntime
 
 /// The connections fetches are reading from, with the interface each goes out on,
 /// so that a link going away (netlink) moves its transfers at once: closing the

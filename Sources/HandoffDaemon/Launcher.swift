@@ -3,6 +3,7 @@ import Glibc
 import HandoffAPI
 import HandoffCore
 import HandoffTransport
+import HandoffRuntime
 
 /// `handoff-launch`: starts, outside handoffd's sandbox, what handoffd asks for, and
 /// only what the user's `.desktop` files declare. Under its systemd user unit

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HandoffTransport
+import HandoffRuntime
 
 /// Logs to stderr, one line per event. Callers pass types, device ids and
 /// reasons, never titles or payload values.

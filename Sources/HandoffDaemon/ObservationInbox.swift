@@ -1,5 +1,6 @@
 import HandoffCore
 import HandoffTransport
+import HandoffRuntime
 
 /// Between the discovery threads and the daemon actor. Anyone on the link can
 /// send datagrams (and anyone in radio range beacons), so what they cost is

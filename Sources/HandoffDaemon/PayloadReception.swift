@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import HandoffCore
 import HandoffTransport
+import HandoffRuntime
 
 /// A fetched payload: the sealed buffer that holds it and its fixed fields,
 /// checked against the signed summary. The userInfo is checked, not decoded.

@@ -2,6 +2,7 @@ import Glibc
 import HandoffCore
 import HandoffCrypto
 import HandoffTransport
+import HandoffRuntime
 
 /// Transfer frames over TCP after the handshake: each frame is cut into
 /// records of at most 1 MiB, each record sealed by the direction's record

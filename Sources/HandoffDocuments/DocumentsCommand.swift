@@ -4,6 +4,7 @@ import HandoffCommandLine
 import HandoffCore
 import HandoffKit
 import HandoffTransport
+import HandoffRuntime
 
 /// `handoff-documents`: the documents agent's command line (Docs/APPS.md, "Documents").
 public enum DocumentsCommand {

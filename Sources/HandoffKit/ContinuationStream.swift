@@ -3,6 +3,7 @@ import Glibc
 import HandoffAPI
 import HandoffCore
 import HandoffTransport
+import HandoffRuntime
 
 /// A byte stream between the app that published an activity and the app
 /// that continued it on another host (Apple: the input and output streams of

@@ -3,6 +3,7 @@ import Glibc
 import HandoffAPI
 import HandoffCore
 import HandoffTransport
+import HandoffRuntime
 
 /// What an app implements to be continued (NSUserActivity's delegate
 /// callbacks): for every `willContinue`, exactly one of `continueActivity` or

@@ -3,6 +3,7 @@ import Glibc
 import HandoffAPI
 import HandoffCore
 import HandoffTransport
+import HandoffRuntime
 
 /// A message from handoffd: its JSON and the payload that came with it by descriptor.
 public struct ReceivedMessage: Sendable {

@@ -4,6 +4,7 @@ import Glibc
 import HandoffAPI
 import HandoffCore
 import HandoffTransport
+import HandoffRuntime
 
 /// An activity an app offers to continue on another host, with
 /// NSUserActivity's semantics (Docs/APPS.md):

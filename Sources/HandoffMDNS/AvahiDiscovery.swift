@@ -2,6 +2,7 @@ import CAvahi
 import Glibc
 import HandoffCore
 import HandoffTransport
+import HandoffRuntime
 
 /// mDNS through the system's avahi-daemon: publishes this host's
 /// `_handoff._tcp` service and browses for others, resolving each to an

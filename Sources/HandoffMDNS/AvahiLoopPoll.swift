@@ -1,6 +1,7 @@
 import CAvahi
 import Glibc
 import HandoffTransport
+import HandoffRuntime
 
 /// Avahi's poll API (`AvahiPoll`, avahi-common/watch.h) on the process's event loop, so
 /// Avahi's client needs no thread of its own: its socket is one of the loop's descriptors,

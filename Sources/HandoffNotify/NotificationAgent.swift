@@ -6,6 +6,7 @@ import HandoffCore
 import HandoffDBus
 import HandoffKit
 import HandoffTransport
+import HandoffRuntime
 
 /// The session agent: follows handoffd's events, shows each paired device's
 /// offer as a desktop notification (org.freedesktop.Notifications on the

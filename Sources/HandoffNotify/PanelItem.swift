@@ -2,6 +2,7 @@ import CSystemd
 import Glibc
 import HandoffDBus
 import HandoffTransport
+import HandoffRuntime
 
 /// The panel item on the session bus: org.kde.StatusNotifierItem at
 /// /StatusNotifierItem with its com.canonical.dbusmenu menu at /MenuBar,

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import HandoffRuntime
 
 /// Starting and waiting for other programs with posix_spawn, without Foundation's
 /// `Process` (full Foundation brings ICU into every program).

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import HandoffRuntime
 import HandoffCore
 
 /// Helpers shared by the UDP paths (multicast and unicast announcements).

@@ -1,4 +1,5 @@
 import Glibc
+import HandoffRuntime
 import HandoffCore
 
 /// Carries transfer frames between two hosts. The socket implementation is

@@ -1,4 +1,5 @@
 import Glibc
+import HandoffRuntime
 import HandoffCore
 
 /// One running copy of a session agent per user: a lock on

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import HandoffRuntime
 import HandoffCore
 
 /// Signed announcements over link-local UDP multicast, IPv4 and IPv6. This is

@@ -1,4 +1,5 @@
 import Glibc
+import HandoffRuntime
 import HandoffCore
 
 /// Why a silent peer's addresses cannot be reached, as the kernel sees it: is

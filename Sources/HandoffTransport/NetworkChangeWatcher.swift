@@ -1,6 +1,7 @@
 import CLinux
 import FoundationEssentials
 import Glibc
+import HandoffRuntime
 
 /// Says when a network link or address changes (route netlink: a cable pulled,
 /// Wi-Fi joined, an address added or gone), so handoffd announces from its new

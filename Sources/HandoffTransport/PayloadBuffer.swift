@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import HandoffRuntime
 
 /// A payload held in a memfd: its producer writes it once through a writable
 /// mapping, then seals it (no more writes, no resizing) and shares it read-only,

@@ -1,4 +1,5 @@
 import Glibc
+import HandoffRuntime
 
 /// A numeric IPv4 or IPv6 socket address. Hosts are always numeric; IPv6
 /// link-local hosts carry their zone ("fe80::1%eth0").

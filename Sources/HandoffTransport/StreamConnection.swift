@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import HandoffRuntime
 import Synchronization
 
 /// One connected stream socket (TCP or Unix), used with blocking calls from

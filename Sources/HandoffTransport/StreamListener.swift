@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import HandoffRuntime
 import HandoffCore
 import Synchronization
 

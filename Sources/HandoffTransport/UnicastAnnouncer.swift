@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import HandoffRuntime
 import HandoffCore
 
 /// Sealed announcements sent straight to a paired device once its address is

@@ -6,6 +6,7 @@ import HandoffCommandLine
 import HandoffCore
 import HandoffCrypto
 import HandoffTransport
+import HandoffRuntime
 
 /// handoff-ble-check: checks Bluetooth for Handoff on real hardware.
 enum BLECheckProgram {

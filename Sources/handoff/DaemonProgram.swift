@@ -4,6 +4,7 @@ import HandoffCommandLine
 import HandoffCore
 import HandoffDaemon
 import HandoffTransport
+import HandoffRuntime
 
 /// handoffd: the daemon, as a systemd user service runs it.
 enum DaemonProgram {

@@ -6,6 +6,7 @@ import HandoffCommandLine
 import HandoffCore
 import HandoffKit
 import HandoffTransport
+import HandoffRuntime
 
 /// Runs one command against the daemon and prints the outcome for people or, with --json, for scripts.
 struct Runner {

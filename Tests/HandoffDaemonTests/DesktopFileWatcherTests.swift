@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 @testable import HandoffDaemon
 import HandoffTransport
+import HandoffRuntime
 import Testing
 
 /// The `.desktop` declarations are scanned once per change, not once per accept,

@@ -1,5 +1,6 @@
 @testable import HandoffDaemon
 import HandoffTransport
+import HandoffRuntime
 import Testing
 
 @Suite struct EventSourcesTests {

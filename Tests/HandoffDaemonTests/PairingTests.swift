@@ -3,6 +3,7 @@ import HandoffCore
 import HandoffCrypto
 @testable import HandoffDaemon
 @testable import HandoffTransport
+import HandoffRuntime
 import Testing
 
 // Pairing between two real daemons over a socket pair: the dialog, the keys it

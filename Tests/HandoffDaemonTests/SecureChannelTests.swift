@@ -5,6 +5,7 @@ import HandoffCore
 import HandoffCrypto
 @testable import HandoffDaemon
 @testable import HandoffTransport
+import HandoffRuntime
 import Testing
 
 // SecureChannel over AF_UNIX socket pairs (no network): the handshake, records,

@@ -5,6 +5,7 @@ import HandoffCore
 import HandoffCrypto
 @testable import HandoffDaemon
 @testable import HandoffTransport
+import HandoffRuntime
 import Testing
 
 // The continuation stream relay of both daemons, in one process: two apps on

@@ -5,6 +5,7 @@ import HandoffCore
 import HandoffCrypto
 @testable import HandoffDaemon
 @testable import HandoffTransport
+import HandoffRuntime
 import Testing
 
 // MARK: - An in-memory FrameChannel pair

@@ -1,5 +1,6 @@
 import HandoffCore
 import HandoffTransport
+import HandoffRuntime
 
 /// Discovery for several daemons in one process: every datagram one member sends reaches
 /// every other member, as from 127.0.0.1 by multicast, where their transfer ports listen.

@@ -5,6 +5,7 @@ import HandoffCore
 import HandoffDaemon
 import HandoffKit
 import HandoffTransport
+import HandoffRuntime
 
 /// A real handoffd inside the test process: its own state directory and local API socket,
 /// its transfer port on 127.0.0.1, and discovery through a `LoopbackHub` instead of the

@@ -1,5 +1,6 @@
 import Glibc
 import HandoffTransport
+import HandoffRuntime
 import Synchronization
 import Testing
 

@@ -1,6 +1,7 @@
 import Glibc
 import HandoffCore
 @testable import HandoffTransport
+import HandoffRuntime
 import Testing
 
 /// Loopback only: the kernel's route and neighbour tables are read, nothing leaves this host.

@@ -2,6 +2,7 @@ import CLinux
 import Glibc
 import Testing
 @testable import HandoffTransport
+import HandoffRuntime
 
 @Suite struct PayloadBufferTests {
     /// Passes `fd` across a Unix socket pair, as the local API does, and returns the received copy.

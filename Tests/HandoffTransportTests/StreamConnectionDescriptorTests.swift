@@ -2,6 +2,7 @@ import Glibc
 import HandoffCore
 import Testing
 @testable import HandoffTransport
+import HandoffRuntime
 
 /// Descriptors passed with a message's first byte (SCM_RIGHTS) and taken, in
 /// order, by the message that declares them.

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import HandoffTransport
+import HandoffRuntime
 
 // readSome and write(UnsafeRawBufferPointer): the raw byte path of continuation streams.
 @Suite struct StreamConnectionRawTests {

@@ -3,6 +3,7 @@ import Glibc
 import HandoffCore
 import Testing
 @testable import HandoffTransport
+import HandoffRuntime
 
 /// Two connected StreamConnections over an AF_UNIX socket pair.
 func socketPair() throws -> (StreamConnection, StreamConnection) {

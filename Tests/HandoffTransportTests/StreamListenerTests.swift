@@ -4,6 +4,7 @@ import HandoffCore
 import Synchronization
 import Testing
 @testable import HandoffTransport
+import HandoffRuntime
 
 @Suite struct StreamListenerTests {
     /// A client of the test's listener, its reads bounded so a failure cannot hang the suite.

@@ -1,6 +1,7 @@
 import Glibc
 import HandoffCore
 @testable import HandoffTransport
+import HandoffRuntime
 import Testing
 
 /// Attack regression (issue 22, 3): another account bound 47181/udp after handoffd, with

@@ -4,6 +4,7 @@ import HandoffCrypto
 import HandoffKit
 import HandoffTestSupport
 import HandoffTransport
+import HandoffRuntime
 import Testing
 
 /// Continuation streams between an app on a (waiting, through UserActivity) and an app on b

@@ -4,6 +4,7 @@ import HandoffCore
 import HandoffKit
 import HandoffTestSupport
 import HandoffTransport
+import HandoffRuntime
 import Testing
 
 /// Two real daemons in this process hand off as two laptops do: real pairing, sealed

@@ -1,55 +1,12 @@
 import Glibc
 import HandoffCore
-
-/// A failed system call: errno and the call's name, as the kernel reported them.
-public struct SystemError: Error, Sendable, CustomStringConvertible {
-    public let call: String
-    public let errno: Int32
-
-    public init(_ call: String, errno: Int32 = Glibc.errno) {
-        self.call = call
-        self.errno = errno
-    }
-
-    public var description: String { "\(call): \(String(cString: strerror(errno))) (errno \(errno))" }
-}
-
-/// Runs a system call, retrying on EINTR; negative results become SystemError.
-/// Every socket call in this module goes through here.
-@discardableResult
-func systemCall<T: BinaryInteger>(_ name: String, _ body: () -> T) throws(SystemError) -> T {
-    while true {
-        let result = body()
-        if result >= 0 { return result }
-        let code = errno
-        if code == EINTR { continue }
-        throw SystemError(name, errno: code)
-    }
-}
+import HandoffRuntime
 
 /// Sets an integer-or-struct socket option.
 func setOption<T>(_ fd: Int32, _ level: Int32, _ option: Int32, _ value: T, _ name: String) throws(SystemError) {
     try systemCall(name) {
         withUnsafeBytes(of: value) { setsockopt(fd, level, option, $0.baseAddress, socklen_t($0.count)) }
     }
-}
-
-/// Wall clock in milliseconds since 1970, for timestamps that cross hosts.
-public func wallClockMillis() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
-}
-
-/// Monotonic milliseconds, for measuring durations.
-public func monotonicMillis() -> UInt64 {
-    monotonicNanos() / 1_000_000
-}
-
-public func monotonicNanos() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }
 
 /// Binds `fd` to every address of `family` (AF_INET or AF_INET6) on `port`.

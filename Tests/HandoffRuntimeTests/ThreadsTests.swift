@@ -1,5 +1,5 @@
 import Glibc
-@testable import HandoffTransport
+@testable import HandoffRuntime
 import Testing
 
 @Suite(.serialized) struct ThreadsTests {

@@ -1,4 +1,4 @@
-import HandoffTransport
+import HandoffRuntime
 import Testing
 
 @Suite struct LockedTests {

@@ -1,4 +1,3 @@
-import FoundationEssentials
 import CLinux
 import Glibc
 

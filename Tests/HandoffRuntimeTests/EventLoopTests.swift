@@ -1,5 +1,5 @@
 import Glibc
-@testable import HandoffTransport
+@testable import HandoffRuntime
 import Testing
 
 /// Each test runs its own loop, so nothing else the process does shares its thread.
