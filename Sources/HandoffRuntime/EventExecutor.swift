@@ -37,16 +37,21 @@ public final class EventExecutor: @unchecked Sendable {
         pthread_cond_init(condition, nil)
     }
 
+    typealias Original = @convention(thin) (UnownedJob) -> Void
+    typealias Hook = @convention(thin) (UnownedJob, Original) -> Void
+
     /// Makes this pool Swift concurrency's global executor for the process. Call once,
     /// first thing in `main`, before any Task runs; a process that does not stays on libdispatch.
     /// False (and nothing changed) when another executor holds the hook already: that one keeps it.
     @discardableResult
     public static func install() -> Bool {
-        typealias Original = @convention(thin) (UnownedJob) -> Void
-        typealias Hook = @convention(thin) (UnownedJob, Original) -> Void
         // Linked, not looked up: dlsym does not find it in a binary with the static Swift runtime
         // (the package's), which then stayed on libdispatch unnoticed.
-        let hook = UnsafeMutableRawPointer(handoff_enqueue_global_hook()).assumingMemoryBound(to: Hook?.self)
+        install(into: UnsafeMutableRawPointer(handoff_enqueue_global_hook()).assumingMemoryBound(to: Hook?.self))
+    }
+
+    /// Sets `hook` to this pool unless something holds it already (tests hand in a slot of their own).
+    static func install(into hook: UnsafeMutablePointer<Hook?>) -> Bool {
         guard hook.pointee == nil else { return false }
         hook.pointee = { job, _ in EventExecutor.shared.enqueue(job) }
         return true

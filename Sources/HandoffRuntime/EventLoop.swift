@@ -95,15 +95,17 @@ public final class EventLoop: Sendable {
     }
 
     private let name: String
+    private let clock: any LoopClock
     private let epoll: Int32
     private let wakeup: Int32
     private let state = Locked(State())
     /// The loop's thread, once it runs (0 before).
     private let loopThread = Atomic<UInt>(0)
 
-    /// A loop of its own (tests); the process uses `shared`.
-    public init(name: String) {
+    /// A loop of its own (tests, with a `ManualClock`); the process uses `shared`.
+    public init(name: String, clock: any LoopClock = MonotonicClock()) {
         self.name = name
+        self.clock = clock
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         wakeup = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         // Only when the process is out of descriptors at its start: nothing could go on.
@@ -112,6 +114,10 @@ public final class EventLoop: Sendable {
         event.events = EPOLLIN.rawValue
         event.data.u64 = 0
         _ = epoll_ctl(epoll, EPOLL_CTL_ADD, wakeup, &event)
+        clock.attach { [self] in
+            let wake = state.withLock { startAndNoteWake(&$0) }
+            if wake { signal() }
+        }
     }
 
     /// True on the loop's thread.
@@ -132,7 +138,7 @@ public final class EventLoop: Sendable {
         let (id, wake) = state.withLock { state -> (UInt64, Bool) in
             let id = state.nextID
             state.nextID += 1
-            state.timed[id] = (Self.nowNanos() &+ millis &* 1_000_000, call)
+            state.timed[id] = (clock.nowNanos() &+ millis &* 1_000_000, call)
             return (id, startAndNoteWake(&state))
         }
         if wake { signal() }
@@ -218,7 +224,9 @@ public final class EventLoop: Sendable {
             let timeout = state.withLock { state -> Int32 in
                 if !state.inbox.isEmpty { return 0 }
                 guard let earliest = state.timed.values.lazy.map(\.atNanos).min() else { return -1 }
-                let now = Self.nowNanos()
+                let now = clock.nowNanos()
+                // A manual clock moves only when told, and wakes the loop then.
+                if clock.isManual && earliest > now { return -1 }
                 // Rounded up: waking a little early would spin until the deadline.
                 return earliest <= now ? 0 : Int32(clamping: (earliest - now + 999_999) / 1_000_000)
             }
@@ -237,17 +245,19 @@ public final class EventLoop: Sendable {
                     registration.handler(Readiness(events: event.events))
                 }
             }
-            runDueDeadlines()
+            // Deadlines after taking the posted work: work posted after the clock moved runs
+            // after the deadlines that move made due.
             let posted = state.withLock { state -> [@Sendable () -> Void] in
                 defer { state.inbox.removeAll() }
                 return state.inbox
             }
+            runDueDeadlines()
             posted.forEach { $0() }
         }
     }
 
     private func runDueDeadlines() {
-        let now = Self.nowNanos()
+        let now = clock.nowNanos()
         let due = state.withLock { state -> [(UInt64, @Sendable () -> Void)] in
             let ready = state.timed.filter { $0.value.atNanos <= now }
             for id in ready.keys { state.timed.removeValue(forKey: id) }
@@ -256,10 +266,46 @@ public final class EventLoop: Sendable {
         for (_, call) in due.sorted(by: { $0.0 < $1.0 }) { call() }
     }
 
-    static func nowNanos() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+}
+
+/// The clock an event loop's deadlines count on.
+public protocol LoopClock: Sendable {
+    func nowNanos() -> UInt64
+    /// True when time moves only when told to: the loop then waits for a move, not for time.
+    var isManual: Bool { get }
+    /// Given the loop's wake-up once, when the loop is made; a manual clock calls it at every move.
+    func attach(_ wake: @escaping @Sendable () -> Void)
+}
+
+/// CLOCK_MONOTONIC: a wall clock set back or forward does not move a deadline.
+public struct MonotonicClock: LoopClock {
+    public init() {}
+    public func nowNanos() -> UInt64 { monotonicNanos() }
+    public var isManual: Bool { false }
+    public func attach(_ wake: @escaping @Sendable () -> Void) {}
+}
+
+/// Time that moves only when a test says so (swift-nio's `advanceTime`): deadlines come due
+/// by the test's steps, not by waiting.
+public final class ManualClock: LoopClock {
+    private let state = Locked((nanos: UInt64(0), wakes: [@Sendable () -> Void]()))
+
+    public init(startMillis: UInt64 = 0) {
+        state.withLock { $0.nanos = startMillis &* 1_000_000 }
+    }
+
+    public func nowNanos() -> UInt64 { state.withLock { $0.nanos } }
+    public var isManual: Bool { true }
+    public func attach(_ wake: @escaping @Sendable () -> Void) { state.withLock { $0.wakes.append(wake) } }
+
+    /// Moves time on and wakes the loops that count on it; what the move made due runs before
+    /// any work posted after this returns.
+    public func advance(millis: UInt64) {
+        let wakes = state.withLock { state in
+            state.nanos &+= millis &* 1_000_000
+            return state.wakes
+        }
+        wakes.forEach { $0() }
     }
 }
 

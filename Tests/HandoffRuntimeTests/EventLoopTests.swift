@@ -101,15 +101,66 @@ import Testing
 
     @Test func aDeadlineDoesNotRunEarly() {
         let loop = EventLoop(name: "test loop")
-        let started = EventLoop.nowNanos()
+        let started = monotonicNanos()
         let ran = Locked<UInt64>(0)
         let done = Signals(value: 0)
         loop.after(millis: 50) {
-            ran.withLock { $0 = EventLoop.nowNanos() }
+            ran.withLock { $0 = monotonicNanos() }
             done.signal()
         }
         #expect(done.wait(millis: 5_000))
         #expect(ran.withLock { $0 } - started >= 50_000_000)
+    }
+
+    /// Posts nothing but a marker and waits for it: everything due before it has run.
+    private func settled(_ loop: EventLoop) {
+        let done = Signals(value: 0)
+        loop.execute { done.signal() }
+        _ = done.wait(millis: 5_000)
+    }
+
+    /// With a manual clock, deadlines come due by the test's steps: an hour passes at once,
+    /// and nothing runs a moment early.
+    @Test func aManualClockDrivesTheDeadlines() {
+        let clock = ManualClock(startMillis: 1_000)
+        let loop = EventLoop(name: "test loop", clock: clock)
+        let ran = Locked<[String]>([])
+        loop.after(millis: 3_600_000) { ran.withLock { $0.append("hour") } }
+        loop.after(millis: 1_000) { ran.withLock { $0.append("second") } }
+        let cancelled = loop.after(millis: 500) { ran.withLock { $0.append("cancelled") } }
+        loop.cancel(cancelled)
+        settled(loop)
+        #expect(ran.withLock { $0 }.isEmpty)
+        clock.advance(millis: 999)
+        settled(loop)
+        #expect(ran.withLock { $0 }.isEmpty)
+        clock.advance(millis: 1)
+        settled(loop)
+        #expect(ran.withLock { $0 } == ["second"])
+        clock.advance(millis: 3_600_000)
+        settled(loop)
+        #expect(ran.withLock { $0 } == ["second", "hour"])
+    }
+
+    /// A `WakeTimer` re-armed before it fires fires once, at the later time.
+    @Test func aRearmedWakeTimerFiresOnceAtItsLastTime() {
+        let clock = ManualClock()
+        let loop = EventLoop(name: "test loop", clock: clock)
+        let fired = Counter(0)
+        let timer = WakeTimer(loop: loop) { fired.add(1) }
+        timer.arm(afterMillis: 100)
+        timer.arm(afterMillis: 300)
+        clock.advance(millis: 200)
+        settled(loop)
+        #expect(fired.value == 0)
+        clock.advance(millis: 100)
+        settled(loop)
+        #expect(fired.value == 1)
+        timer.arm(afterMillis: 10)
+        timer.stop()
+        clock.advance(millis: 50)
+        settled(loop)
+        #expect(fired.value == 1)
     }
 
     /// Work posted from many threads runs on the loop, each exactly once, in each thread's order.
