@@ -129,7 +129,10 @@ extension Daemon {
             // Still works from the older key; only its erasure on disk waits for the next period.
             log.warning("cannot save the advanced seal keys: \(error.message)")
         }
-        if pairedSetChanged { keys.pairedSetChanged() }
+        if pairedSetChanged {
+            keys.pairedSetChanged()
+            fixed.handshakeCandidates.withLock { $0 = nil }
+        }
         keys.rebuild(epoch: epoch, devices: trust.entries.values.compactMap { entry in
             entry.material.map { PeriodKeys.Device(key: entry.key, discoverySecret: $0.discoverySecret, sealChain: $0.sealChain) }
         })

@@ -48,8 +48,9 @@ extension Daemon {
     private nonisolated func decide(_ hello: Handshake.Hello, from source: String) -> SecureChannel.Decision {
         switch hello.purpose {
         case .fetch, .stream:
-            // Computing the hints happens here, on the connection's thread, not on the actor.
-            let candidates = waitFor { await self.handshakeCandidates() }
+            // Computing the hints happens here, on the connection's thread, not on the actor; the
+            // candidates come from the actor only when the paired set changed since it last said.
+            let candidates = fixed.handshakeCandidates.withLock { $0 } ?? waitFor { await self.handshakeCandidates() }
             guard let match = candidates.first(where: { hello.isFrom($0.secrets) }) else {
                 waitFor { await self.countStrangerHandshake() }
                 return .refuse(.init(code: .trust, message: "this device is not paired here"))

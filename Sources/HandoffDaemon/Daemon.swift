@@ -21,6 +21,10 @@ public actor Daemon {
         let verifier = Ed25519()
         let stateDirectory: StateDirectory
         let startedAtMillis = monotonicMillis()
+        /// The handshake candidates as the actor last derived them, for a served connection's
+        /// thread to read without a trip to the actor; nil after the paired set changed, until
+        /// the actor derives them again.
+        let handshakeCandidates = Locked<[(key: DeviceKey, secrets: PairSecrets)]?>(nil)
     }
 
     let fixed: Fixed
@@ -480,6 +484,7 @@ public actor Daemon {
             wipe(&pairKey)
         }
         keys.handshakeSecrets = secrets
+        fixed.handshakeCandidates.withLock { $0 = secrets.map { ($0.key, $0.value) } }
         return secrets
     }
 
