@@ -13,28 +13,22 @@ import Glibc
 /// `swift_task_enqueueGlobal_hook` (the hook SwiftNIO uses for the same) at
 /// this pool; `Task.sleep` still goes to libdispatch in Swift 6.3, so daemon
 /// code waits with `EventLoop.after` instead.
-public final class EventExecutor: @unchecked Sendable {
+public final class EventExecutor: Sendable {
     /// The process's pool; its threads start on first use.
     public static let shared = EventExecutor(threads: max(2, min(4, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))))
 
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    /// Idle threads wait here with no timeout.
-    private let condition: UnsafeMutablePointer<pthread_cond_t>
+    private struct Queue {
+        var jobs: [UnownedJob] = []
+        var head = 0
+        var started = false
+        var hasJob: Bool { head < jobs.count }
+    }
+
+    private let queue = Locked(Queue())
     private let threadCount: Int
-    // All below: only with `mutex` held.
-    private var jobs: [UnownedJob] = []
-    private var jobHead = 0
-    private var started = false
-    private var idle = 0
 
     init(threads: Int) {
         threadCount = threads
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        condition = .allocate(capacity: 1)
-        condition.initialize(to: pthread_cond_t())
-        pthread_cond_init(condition, nil)
     }
 
     typealias Original = @convention(thin) (UnownedJob) -> Void
@@ -58,36 +52,31 @@ public final class EventExecutor: @unchecked Sendable {
     }
 
     func enqueue(_ job: UnownedJob) {
-        pthread_mutex_lock(mutex)
-        jobs.append(job)
-        if !started {
-            started = true
+        // One idle thread is woken for one job; busy ones take the next job as they finish.
+        let first = queue.withLockWakingOne { queue -> Bool in
+            queue.jobs.append(job)
+            defer { queue.started = true }
+            return !queue.started
+        }
+        if first {
             for index in 0..<threadCount { Threads.start("executor \(index)") { [self] in serve() } }
         }
-        if idle > 0 { pthread_cond_signal(condition) }
-        pthread_mutex_unlock(mutex)
     }
 
     private func serve() -> Never {
         // The generic executor: what libdispatch's global executor runs jobs on too.
         let generic = unsafeBitCast((0, 0), to: UnownedSerialExecutor.self)
-        pthread_mutex_lock(mutex)
         while true {
-            if jobHead < jobs.count {
-                let job = jobs[jobHead]
-                jobHead += 1
-                if jobHead == jobs.count || jobHead > 1024 {
-                    jobs.removeFirst(jobHead)
-                    jobHead = 0
+            let job = queue.wait(until: { $0.hasJob }) { queue -> UnownedJob in
+                let job = queue.jobs[queue.head]
+                queue.head += 1
+                if queue.head == queue.jobs.count || queue.head > 1024 {
+                    queue.jobs.removeFirst(queue.head)
+                    queue.head = 0
                 }
-                pthread_mutex_unlock(mutex)
-                job.runSynchronously(on: generic)
-                pthread_mutex_lock(mutex)
-                continue
+                return job
             }
-            idle += 1
-            pthread_cond_wait(condition, mutex)
-            idle -= 1
+            job!.runSynchronously(on: generic)
         }
     }
 }

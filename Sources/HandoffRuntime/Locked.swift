@@ -4,7 +4,8 @@ import Glibc
 
 /// A value that threads share behind a pthread mutex, with a condition to wait on
 /// until the value says so. The one lock of the program's own threads (`Signals`,
-/// `SerialWorker` and parked `Threads` are made of it; the executor's are its own).
+/// `SerialWorker`, parked `Threads` and the executor's job queue are made of it;
+/// `Atomic` is the other kind, for single flags and counters).
 ///
 /// Not `Synchronization.Mutex`: on Linux that waits on futexes ThreadSanitizer
 /// cannot see, so every contended use is reported as a race, and those false
@@ -42,6 +43,17 @@ public final class Locked<Value: ~Copyable>: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         defer {
             pthread_cond_broadcast(condition)
+            pthread_mutex_unlock(mutex)
+        }
+        return body(&value)
+    }
+
+    /// Like `withLock`, then wakes one thread waiting in `wait`: for waiters that all wait for the
+    /// same thing (a pool's idle threads), where one can take what was added.
+    public func withLockWakingOne<Result>(_ body: (inout Value) -> Result) -> Result {
+        pthread_mutex_lock(mutex)
+        defer {
+            pthread_cond_signal(condition)
             pthread_mutex_unlock(mutex)
         }
         return body(&value)
