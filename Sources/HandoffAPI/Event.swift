@@ -29,7 +29,7 @@ public struct PairingCodeEvent: JSONCodable {
 public struct ContinuedEvent: JSONCodable {
     public var acceptID: Int64
     public var peer: String
-    public var activity: ActivityFields
+    public var activity: ActivityHeader
     public var deliverTo: String
     public var payloadBytes: Int64
     public var payloadFd: Int?
@@ -38,7 +38,7 @@ public struct ContinuedEvent: JSONCodable {
         case acceptID = "acceptId", peer, activity, deliverTo, payloadBytes, payloadFd
     }
 
-    public init(acceptID: Int64, peer: String, activity: ActivityFields, deliverTo: String, payloadBytes: Int64, payloadFd: Int? = nil) {
+    public init(acceptID: Int64, peer: String, activity: ActivityHeader, deliverTo: String, payloadBytes: Int64, payloadFd: Int? = nil) {
         (self.acceptID, self.peer, self.activity, self.deliverTo) = (acceptID, peer, activity, deliverTo)
         (self.payloadBytes, self.payloadFd) = (payloadBytes, payloadFd)
     }

@@ -1,45 +1,32 @@
 import HandoffCore
 
-/// An activity's fixed fields: what the local API carries in JSON when the
-/// payload (userInfo included) travels by descriptor or not at all.
-public struct ActivityFields: JSONCodable {
-    public var type: String
-    public var title: String
-    public var targetContentIdentifier: String?
-    public var webpageURL: String?
-    public var expiresAtMillis: UInt64?
-    public var sequence: UInt64
-    /// Written only when true (absent reads as false): older clients never saw the key.
-    private var streams: Bool?
-    public var supportsContinuationStreams: Bool {
-        get { streams ?? false }
-        set { streams = newValue ? true : nil }
-    }
-
+/// An activity's fixed fields in the local API's JSON: the payload's place (`userInfoOffset`,
+/// `userInfoBytes`) is the daemon's own and is not written; read back, it is 0.
+extension ActivityHeader: JSONCodable {
     enum CodingKeys: String, CodingKey {
-        case type, title, targetContentIdentifier, webpageURL, expiresAtMillis, sequence
-        case streams = "supportsContinuationStreams"
+        case type, title, targetContentIdentifier, webpageURL, expiresAtMillis, sequence, supportsContinuationStreams
     }
 
-    public init(_ activity: Activity) {
-        type = activity.type
-        title = activity.title
-        targetContentIdentifier = activity.targetContentIdentifier
-        webpageURL = activity.webpageURL
-        expiresAtMillis = activity.expiresAtMillis
-        sequence = activity.sequence
-        streams = activity.supportsContinuationStreams ? true : nil
+    public init(from decoder: any Decoder) throws {
+        let keyed = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(type: try keyed.decode(String.self, forKey: .type), title: try keyed.decode(String.self, forKey: .title),
+                  targetContentIdentifier: try keyed.decodeIfPresent(String.self, forKey: .targetContentIdentifier),
+                  webpageURL: try keyed.decodeIfPresent(String.self, forKey: .webpageURL),
+                  expiresAtMillis: try keyed.decodeIfPresent(UInt64.self, forKey: .expiresAtMillis),
+                  sequence: try keyed.decode(UInt64.self, forKey: .sequence),
+                  supportsContinuationStreams: try keyed.decodeIfPresent(Bool.self, forKey: .supportsContinuationStreams) ?? false)
     }
 
-    /// From a payload's scan (the receiver never builds the userInfo).
-    public init(_ header: ActivityHeader) {
-        type = header.type
-        title = header.title
-        targetContentIdentifier = header.targetContentIdentifier
-        webpageURL = header.webpageURL
-        expiresAtMillis = header.expiresAtMillis
-        sequence = header.sequence
-        streams = header.supportsContinuationStreams ? true : nil
+    public func encode(to encoder: any Encoder) throws {
+        var keyed = encoder.container(keyedBy: CodingKeys.self)
+        try keyed.encode(type, forKey: .type)
+        try keyed.encode(title, forKey: .title)
+        try keyed.encodeIfPresent(targetContentIdentifier, forKey: .targetContentIdentifier)
+        try keyed.encodeIfPresent(webpageURL, forKey: .webpageURL)
+        try keyed.encodeIfPresent(expiresAtMillis, forKey: .expiresAtMillis)
+        try keyed.encode(sequence, forKey: .sequence)
+        // Written only when true (absent reads as false): older clients never saw the key.
+        if supportsContinuationStreams { try keyed.encode(true, forKey: .supportsContinuationStreams) }
     }
 }
 
@@ -106,7 +93,7 @@ public struct PublishReceipt: JSONCodable {
 public struct AcceptResult: JSONCodable {
     public var peer: String
     public var name: String
-    public var activity: ActivityFields
+    public var activity: ActivityHeader
     public var deliverTo: String
     public var payloadBytes: Int64
     public var handshakeMillis: Double
@@ -114,7 +101,7 @@ public struct AcceptResult: JSONCodable {
     /// Index of the descriptor that carries the payload, when the request asked for it.
     public var payloadFd: Int?
 
-    public init(peer: String, name: String, activity: ActivityFields, deliverTo: String, payloadBytes: Int64,
+    public init(peer: String, name: String, activity: ActivityHeader, deliverTo: String, payloadBytes: Int64,
                 handshakeMillis: Double, transferMillis: Double, payloadFd: Int?) {
         (self.peer, self.name, self.activity, self.deliverTo) = (peer, name, activity, deliverTo)
         (self.payloadBytes, self.handshakeMillis, self.transferMillis, self.payloadFd) = (payloadBytes, handshakeMillis, transferMillis, payloadFd)

@@ -228,9 +228,11 @@ extension Activity {
 
 // MARK: - Payload scan (the receiver's check, without building userInfo)
 
-/// An activity's fixed fields, read from a payload whose userInfo was checked
-/// but not built: what the daemon needs to route a continuation without holding
-/// a second, decoded copy of a large payload.
+/// An activity's fixed fields: read from a payload whose userInfo was checked
+/// but not built (what the daemon needs to route a continuation without holding
+/// a second, decoded copy of a large payload), and what the local API carries in
+/// JSON when the payload travels by descriptor or not at all (HandoffAPI gives it
+/// its JSON form).
 public struct ActivityHeader: Equatable, Sendable {
     public func isExpired(nowMillis: UInt64) -> Bool {
         expiresAtMillis.map { $0 <= nowMillis } ?? false
@@ -243,9 +245,31 @@ public struct ActivityHeader: Equatable, Sendable {
     public var expiresAtMillis: UInt64?
     public var sequence: UInt64
     public var supportsContinuationStreams: Bool = false
-    /// Where the encoded userInfo starts in the payload, and its size.
+    /// Where the encoded userInfo starts in the payload, and its size; 0 for a header
+    /// that did not come from a payload (a built activity's, or one read from JSON).
     public var userInfoOffset: Int
     public var userInfoBytes: Int
+
+    public init(type: String, title: String, targetContentIdentifier: String? = nil, webpageURL: String? = nil,
+                expiresAtMillis: UInt64? = nil, sequence: UInt64, supportsContinuationStreams: Bool = false,
+                userInfoOffset: Int = 0, userInfoBytes: Int = 0) {
+        self.type = type
+        self.title = title
+        self.targetContentIdentifier = targetContentIdentifier
+        self.webpageURL = webpageURL
+        self.expiresAtMillis = expiresAtMillis
+        self.sequence = sequence
+        self.supportsContinuationStreams = supportsContinuationStreams
+        self.userInfoOffset = userInfoOffset
+        self.userInfoBytes = userInfoBytes
+    }
+
+    /// A built activity's fixed fields.
+    public init(_ activity: Activity) {
+        self.init(type: activity.type, title: activity.title, targetContentIdentifier: activity.targetContentIdentifier,
+                  webpageURL: activity.webpageURL, expiresAtMillis: activity.expiresAtMillis, sequence: activity.sequence,
+                  supportsContinuationStreams: activity.supportsContinuationStreams)
+    }
 }
 
 extension Activity {

@@ -35,7 +35,7 @@ extension Daemon {
         if case let .success(result) = outcome, accepts.job(acceptID)?.reported == false {
             accepts.enter(.delivering, acceptID)
             let continued = Event.continued(ContinuedEvent(acceptID: acceptID, peer: job.peer.description,
-                                                           activity: ActivityFields(result.activity), deliverTo: target.app,
+                                                           activity: result.activity, deliverTo: target.app,
                                                            payloadBytes: Int64(result.payload.count)))
             switch target.kind {
             case .running, .terminal:
@@ -58,7 +58,7 @@ extension Daemon {
         case let .success(result):
             log.info("continued type \(type) from \(job.peer) in \(target.app): handshake \(Int(result.timing.handshakeMillis)) ms, transfer \(Int(result.timing.transferMillis)) ms")
             // A started app already got it, with its willContinue, when it declared.
-            broadcastContinued(ContinuedEvent(acceptID: acceptID, peer: job.peer.description, activity: ActivityFields(result.activity),
+            broadcastContinued(ContinuedEvent(acceptID: acceptID, peer: job.peer.description, activity: result.activity,
                                               deliverTo: target.app, payloadBytes: Int64(result.payload.count)),
                                payload: result.payload, except: appConnection)
         case let .failure(error):

@@ -209,7 +209,7 @@ extension Daemon {
         let accepted = try await accept(reference, requireApp: requireApp)
         let (peer, timing, buffer) = (accepted.peer, accepted.timing, accepted.payload)
         let result = AcceptResult(
-            peer: peer.deviceID.description, name: peer.name, activity: ActivityFields(accepted.activity),
+            peer: peer.deviceID.description, name: peer.name, activity: accepted.activity,
             deliverTo: accepted.target.app, payloadBytes: Int64(buffer.count),
             handshakeMillis: (timing.handshakeMillis * 1000).rounded() / 1000,
             transferMillis: (timing.transferMillis * 1000).rounded() / 1000, payloadFd: payload ? 0 : nil)

@@ -72,7 +72,7 @@ private struct Message: Codable, Equatable {
 
     @Test func theLocalAPIsOwnFormsAreKept() throws {
         // Written only when true; absent reads as false.
-        var fields = ActivityFields(Activity(type: "t.a", title: "x"))
+        var fields = ActivityHeader(Activity(type: "t.a", title: "x"))
         #expect(fields.json["supportsContinuationStreams"] == nil)
         fields.supportsContinuationStreams = true
         #expect(fields.json["supportsContinuationStreams"] == true)

@@ -14,11 +14,11 @@ func roundTrip<T: JSONCodable>(_ value: T) throws -> T {
 
 @Suite struct ResultTests {
     @Test func everyResultRoundTrips() throws {
-        let header = ActivityFields(activity)
+        let header = ActivityHeader(activity)
         #expect(try roundTrip(header) == header)
         var bare = activity
         (bare.targetContentIdentifier, bare.webpageURL, bare.expiresAtMillis) = (nil, nil, nil)
-        #expect(try roundTrip(ActivityFields(bare)) == ActivityFields(bare))
+        #expect(try roundTrip(ActivityHeader(bare)) == ActivityHeader(bare))
         #expect(try roundTrip(offer) == offer)
         let entry = PeerEntry(peer: "K7QM", name: "laptop-a", hosts: ["169.254.10.1"], port: 47181, lastSeenMillisAgo: 12,
                               paths: ["multicast"], proximity: ["enforced": false], offer: offer)
@@ -46,7 +46,7 @@ func roundTrip<T: JSONCodable>(_ value: T) throws -> T {
 
     /// Accept and continued carry the fixed fields only: userInfo travels by descriptor.
     @Test func acceptCarriesNoUserInfo() {
-        let accepted = AcceptResult(peer: "K7QM", name: "a", activity: ActivityFields(activity), deliverTo: "Reader", payloadBytes: 1,
+        let accepted = AcceptResult(peer: "K7QM", name: "a", activity: ActivityHeader(activity), deliverTo: "Reader", payloadBytes: 1,
                                     handshakeMillis: 1, transferMillis: 1, payloadFd: nil)
         #expect(accepted.json["activity"]?["userInfo"] == nil)
         #expect(accepted.json["activity"]?["title"] == "Ch. 3")

@@ -11,7 +11,7 @@ private func line(_ connection: StreamConnection) throws -> JSONValue? {
 
 private func continued(deliverTo: String) throws -> ContinuedEvent {
     let header = try EncodedActivity(Activity(type: "org.example.read", title: "Chapter 3")).header
-    return ContinuedEvent(acceptID: 1, peer: "K7QM", activity: ActivityFields(header), deliverTo: deliverTo, payloadBytes: 4)
+    return ContinuedEvent(acceptID: 1, peer: "K7QM", activity: header, deliverTo: deliverTo, payloadBytes: 4)
 }
 
 @Suite struct LocalClientsTests {

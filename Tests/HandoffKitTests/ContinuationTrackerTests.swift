@@ -13,7 +13,7 @@ import Testing
         .willContinue(acceptID: id, peer: "K7QM", type: type, deliverTo: app)
     }
     func continued(_ id: Int64) -> Event {
-        .continued(ContinuedEvent(acceptID: id, peer: "K7QM", activity: ActivityFields(activity), deliverTo: "Reader",
+        .continued(ContinuedEvent(acceptID: id, peer: "K7QM", activity: ActivityHeader(activity), deliverTo: "Reader",
                                   payloadBytes: Int64(activity.encodedPayload().count), payloadFd: 0))
     }
     func failed(_ id: Int64) -> Event {
