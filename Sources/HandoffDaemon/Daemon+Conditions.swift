@@ -208,7 +208,7 @@ extension Daemon {
     /// Before an accept: the peer, its offer and where it goes, or the one cause that stands
     /// in the way. A silent peer is probed first, so its cause is named from evidence.
     func prepareAccept(_ reference: String, requireApp: Bool) async throws(HandoffError) -> (Peer, SignedSummary, DeliveryTarget) {
-        let now = wallClockMillis()
+        let now = clock.wallMillis()
         var (evidence, key) = try evidence(for: reference, purpose: .accept(requireApp: requireApp), nowMillis: now)
         // Silent (gone from the table, or past its TTL before the next expiry sweep), or its beacon
         // gone quiet (asleep, or only far?): probe it.
@@ -216,7 +216,7 @@ extension Daemon {
             && (evidence.peer?.beacon.map { $0.lastHeardMillis + evidence.freshnessMillis <= now } ?? true)
         if let key, peers.peers[key]?.isExpired(nowMillis: now) ?? true || beaconQuiet { await probe(&evidence, key: key) }
         if let verdict = ConditionDecision.decide(evidence), !verdict.cause.isWarning { throw verdict.error }
-        guard let key, let peer = peers.peers[key], let offer = peer.visibleOffer(nowMillis: wallClockMillis()) else {
+        guard let key, let peer = peers.peers[key], let offer = peer.visibleOffer(nowMillis: clock.wallMillis()) else {
             throw HandoffError(.notFound, "'\(reference)' offers nothing to continue right now.", fix: "Run 'handoff-peer list'.")
         }
         let target = deliveryTarget(for: offer.summary.activityType, hasWebpage: peer.senderState.contains(.offerHasWebpageURL))
@@ -227,7 +227,7 @@ extension Daemon {
     /// probed again and decided like any other accept failure; other failures say what happened.
     func explainFetchFailure(_ error: HandoffError, peer: Peer) async -> HandoffError {
         guard [.trust, .network, .enabled, .timedOut].contains(error.code),
-              var (evidence, _) = try? evidence(for: peer.deviceID.description, purpose: .accept(requireApp: false), nowMillis: wallClockMillis())
+              var (evidence, _) = try? evidence(for: peer.deviceID.description, purpose: .accept(requireApp: false), nowMillis: clock.wallMillis())
         else { return error }
         await probe(&evidence, key: peer.key)
         guard let verdict = ConditionDecision.decide(evidence), !verdict.cause.isWarning, verdict.code.isTransportCondition else { return error }
@@ -238,7 +238,7 @@ extension Daemon {
 
     /// All six conditions for this host, and for `reference` when given, and the one verdict.
     func doctor(reference: String?) async throws(HandoffError) -> DoctorReport {
-        var (evidence, key) = try evidence(for: reference, purpose: .doctor, nowMillis: wallClockMillis())
+        var (evidence, key) = try evidence(for: reference, purpose: .doctor, nowMillis: clock.wallMillis())
         if let key { await probe(&evidence, key: key) }
         let verdict = ConditionDecision.decide(evidence)
         let lines = ConditionDecision.lines(evidence, verdict: verdict)

@@ -37,7 +37,7 @@ extension Daemon {
             try path.start(observer: observer)
             discovery.paths.append(path)
         }
-        enterPeriod(nowMillis: wallClockMillis())
+        enterPeriod(nowMillis: clock.wallMillis())
         if let epoch = keys.epoch { offerOwnTokens(epoch: epoch) }
         for path in discovery.paths { log.info("\(path.name): \(path.state)") }
     }
@@ -49,7 +49,7 @@ extension Daemon {
     }
 
     func observe(_ observation: DiscoveryObservation) {
-        let now = wallClockMillis()
+        let now = clock.wallMillis()
         switch observation {
         case let .announcement(bytes, host, path):
             let before = peers.drops
@@ -101,7 +101,7 @@ extension Daemon {
             guard received.announcement.kind == .pairing else { return peers.recordDrop(\.unsealed) }
             // A signature check costs far more than the datagram: anyone can send
             // self-signed beacons, so only so many are checked per second.
-            guard discovery.pairingBeaconBudget.allow(host, nowMillis: monotonicMillis()) else { return peers.recordDrop(\.overBudget) }
+            guard discovery.pairingBeaconBudget.allow(host, nowMillis: clock.monotonicMillis()) else { return peers.recordDrop(\.overBudget) }
             guard received.verify(with: verifier) else { return peers.recordDrop(received.signature == nil ? \.unsigned : \.badSignature) }
             notePairingBeacon(received.announcement, from: host, nowMillis: now)
         default:
@@ -144,7 +144,7 @@ extension Daemon {
         // period meanwhile. A clock that skipped a period (a laptop that slept) moves the tokens at once.
         let periodMillis = ServiceRecord.rotationSeconds * 1000
         let intoPeriod = nowMillis &- epoch &* periodMillis
-        let mono = monotonicMillis()
+        let mono = clock.monotonicMillis()
         var random = SystemRandomNumberGenerator()
         offering.schedule.periodTurned(due: AnnounceSchedule.periodCopyDues(
             for: trust.entries.keys, nowMillis: mono, intoPeriodMillis: intoPeriod, periodMillis: periodMillis, using: &random))
@@ -166,7 +166,7 @@ extension Daemon {
 
     /// Called after pairing or untrusting: new keys and hints; a new device gets a first contact at once.
     func trustChanged() {
-        enterPeriod(nowMillis: wallClockMillis(), pairedSetChanged: true)
+        enterPeriod(nowMillis: clock.wallMillis(), pairedSetChanged: true)
         for key in discovery.proximity.readings.keys where !trust.contains(key) { discovery.proximity.forget(key) }
         offering.schedule.firstContact(all: false)
         announce()

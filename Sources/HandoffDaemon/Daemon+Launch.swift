@@ -111,7 +111,7 @@ extension Daemon {
         return await withCheckedContinuation { waiter in
             accepts.waitForApp(acceptID, desktopID: desktopID, type: type,
                                wait: PendingDelivery(app: app, type: type, events: events, payload: payload, waiter: waiter))
-            EventLoop.shared.after(millis: bound) { Task { await self.endPending(acceptID, HandoffError(
+            loop.after(millis: bound) { Task { await self.endPending(acceptID, HandoffError(
                     .app, "\(app) was started to continue \(type) but did not take it within \(bound / 1000) s: it did not start, or it does not declare \(type) when it runs.",
                     fix: "Start \(app) by hand and accept again; if it never continues \(type), its .desktop file (\(desktopID)) declares a type the app does not.")) } }
         }

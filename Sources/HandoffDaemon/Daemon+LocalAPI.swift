@@ -218,11 +218,11 @@ extension Daemon {
 
     private func declineRequest(_ reference: String) throws(HandoffError) -> DeclineResult {
         let peer = try peers.resolve(reference)
-        guard let offer = peer.visibleOffer(nowMillis: wallClockMillis()) else {
+        guard let offer = peer.visibleOffer(nowMillis: clock.wallMillis()) else {
             throw HandoffError(.notFound, "\(peer.name) offers nothing to decline.", fix: "Run 'handoff-peer list'.")
         }
         peers.decline(peer.key, sequence: offer.summary.sequence)
-        discovery.history.declined(peer.key, sequence: offer.summary.sequence, nowMillis: wallClockMillis())
+        discovery.history.declined(peer.key, sequence: offer.summary.sequence, nowMillis: clock.wallMillis())
         broadcast(.declined(peer: peer.deviceID.description, type: offer.summary.activityType))
         return DeclineResult(declined: peer.deviceID.description)
     }
@@ -275,7 +275,7 @@ extension Daemon {
     }
 
     func peerList() -> [PeerEntry] {
-        let now = wallClockMillis()
+        let now = clock.wallMillis()
         // With Bluetooth on, only devices that are near are listed (design: "near each other").
         return peers.peers.values.filter { discovery.isNear($0.key, nowMillis: now) }
             .sorted { ($0.name, $0.deviceID) < ($1.name, $1.deviceID) }.map { peer in
@@ -318,8 +318,8 @@ extension Daemon {
         return StatusReport(
             deviceID: deviceID.description, publicKey: identity.publicKey.hex, name: configuration.name, transferPort: Int64(server.port),
             socket: configuration.socketPath, stateDirectory: configuration.stateDirectory,
-            uptimeSeconds: Int64((monotonicMillis() - startedAtMillis) / 1000), discovery: paths,
-            peers: Int64(peers.peers.values.filter { discovery.isNear($0.key, nowMillis: wallClockMillis()) }.count),
+            uptimeSeconds: Int64((clock.monotonicMillis() - startedAtMillis) / 1000), discovery: paths,
+            peers: Int64(peers.peers.values.filter { discovery.isNear($0.key, nowMillis: clock.wallMillis()) }.count),
             trustedDevices: Int64(trust.entries.count), drops: peers.drops.json, budgets: budgetStatus(), current: current,
             publishers: publisherList, mdns: mdnsStatus(), bluetooth: bluetoothStatusOnAir(),
             // Disabled, the current activity is kept but offered to nobody.
@@ -358,7 +358,7 @@ extension Daemon {
     private func mdnsStatus() -> JSONValue {
         guard let mdns = discovery.mdns else { return ["enabled": false] }
         let state = mdns.currentStatus
-        let recognised = recognisedSightings(nowMillis: wallClockMillis())
+        let recognised = recognisedSightings(nowMillis: clock.wallMillis())
         return ["enabled": true, "available": .bool(state.available), "state": .string(state.text),
                 "instance": state.publishedInstance.map { .string($0) } ?? .null,
                 "servicesSeen": .integer(Int64(discovery.sightings.count)),
@@ -374,8 +374,8 @@ extension Daemon {
             throw HandoffError(.notFound, "No paired device is called or has the id '\(text)'.",
                                fix: "Run 'handoff-peer devices' to see the paired devices, their names and ids.")
         }
-        try trust.remove(entry.key, nowMillis: wallClockMillis())
-        discovery.history.unpairedHere(entry.key, name: entry.name, nowMillis: wallClockMillis())
+        try trust.remove(entry.key, nowMillis: clock.wallMillis())
+        discovery.history.unpairedHere(entry.key, name: entry.name, nowMillis: clock.wallMillis())
         emit(peers.remove(entry.key))
         trustChanged()
         log.info("no longer trusting \(Ed25519.deviceID(of: entry.key))")

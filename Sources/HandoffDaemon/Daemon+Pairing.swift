@@ -125,7 +125,7 @@ struct PairingState {
 
 extension Daemon {
     func isPairingOpen() -> Bool {
-        pairing.openUntilMillis > wallClockMillis()
+        pairing.openUntilMillis > clock.wallMillis()
     }
 
     /// Whether a pairing handshake from `host` is answered now.
@@ -146,14 +146,14 @@ extension Daemon {
         // A device newly pairable (not one already paired): the agent offers to pair with it. At most
         // one a second: anyone on the link can send beacons, and each would be a notification.
         if !known, !trust.contains(beacon.senderKey), pairing.beacons[beacon.senderKey] != nil,
-           pairing.pairableNotices.allow("beacons", nowMillis: monotonicMillis()) {
+           pairing.pairableNotices.allow("beacons", nowMillis: clock.monotonicMillis()) {
             broadcast(.pairable(peer: Ed25519.deviceID(of: beacon.senderKey).description, name: beacon.name))
         }
     }
 
     /// Devices that can be paired right now, for `pair` without a name.
     func pairableDevices() -> [PairingState.Beacon] {
-        let now = wallClockMillis()
+        let now = clock.wallMillis()
         return pairing.beacons.values.filter { $0.seenMillis + $0.ttlMillis > now }.sorted { $0.name < $1.name }
     }
 
@@ -162,7 +162,7 @@ extension Daemon {
     /// `pairOpen`: opens pairing for `seconds` (or keeps it open) and returns when it closes (wall ms).
     /// Devices that ask are told to subscribers (`pairingCode`), which answer with `pairConfirm`.
     func openPairing(seconds: Int) -> UInt64 {
-        pairing.openUntilMillis = max(pairing.openUntilMillis, wallClockMillis() + UInt64(seconds) * 1000)
+        pairing.openUntilMillis = max(pairing.openUntilMillis, clock.wallMillis() + UInt64(seconds) * 1000)
         log.info("pairing open for \(seconds) s")
         announce()
         return pairing.openUntilMillis
@@ -171,7 +171,7 @@ extension Daemon {
     /// `pairListen`: opens pairing for `seconds` (or keeps it open) and returns the next device
     /// that asked, with the code to compare: one already waiting, else the next to ask.
     func listenForPairing(seconds: Int) async -> Result<PairingState.Offer, HandoffError> {
-        pairing.openUntilMillis = max(pairing.openUntilMillis, wallClockMillis() + UInt64(seconds) * 1000)
+        pairing.openUntilMillis = max(pairing.openUntilMillis, clock.wallMillis() + UInt64(seconds) * 1000)
         if !pairing.waiting.isEmpty { return .success(pairing.waiting.removeFirst()) }
         pairing.nextListener += 1
         let id = pairing.nextListener
@@ -179,7 +179,7 @@ extension Daemon {
         return await withCheckedContinuation { continuation in
             pairing.listeners[id] = continuation
             announce()
-            EventLoop.shared.after(millis: UInt64(seconds) * 1000) { Task { await self.closeListener(id) } }
+            loop.after(millis: UInt64(seconds) * 1000) { Task { await self.closeListener(id) } }
         }
     }
 
@@ -422,7 +422,7 @@ extension Daemon {
         // Secrets go only to the device both users just confirmed, over the channel the code vouched for.
         var secret = identity.discoverySecret()
         defer { wipe(&secret) }
-        let epoch = ServiceRecord.epoch(wallClockMillis: wallClockMillis())
+        let epoch = ServiceRecord.epoch(wallClockMillis: clock.wallMillis())
         try channel.send(.pairKeys(.init(agreementKey: identity.agreementKey, discoverySecret: secret, epoch: epoch)))
         guard case let .pairKeys(keys) = try channel.receive() else {
             throw HandoffError(.payloadInvalid, "Expected the other side's keys.", fix: "Make sure both hosts run the same handoff version, then pair again.")
@@ -470,7 +470,7 @@ extension Daemon {
     func storePairing(_ offer: PairingState.Offer, _ material: TrustStore.PairMaterial) -> Result<TrustStore.Snapshot, HandoffError> {
         let before = trust.snapshot
         do throws(HandoffError) {
-            try trust.add(offer.key, name: offer.name, material: material, nowMillis: wallClockMillis())
+            try trust.add(offer.key, name: offer.name, material: material, nowMillis: clock.wallMillis())
             return .success(before)
         } catch {
             log.warning("cannot store the pairing with \(Ed25519.deviceID(of: offer.key)): \(error.message)")
@@ -510,7 +510,7 @@ extension Daemon {
         return await withCheckedContinuation { continuation in
             pairing.sessions[offer.session] = .codeShown(offer, decision: continuation)
             let session = offer.session
-            EventLoop.shared.after(millis: UInt64(PairingState.decisionTimeoutSeconds) * 1000) {
+            loop.after(millis: UInt64(PairingState.decisionTimeoutSeconds) * 1000) {
                 Task { await self.expireDecision(session) }
             }
         }

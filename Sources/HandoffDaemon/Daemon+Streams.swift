@@ -72,7 +72,7 @@ extension Daemon {
             }
             peer = only
         }
-        guard let offer = peer.offer, offer.summary.sequence == sequence, !offer.summary.isExpired(nowMillis: wallClockMillis()) else {
+        guard let offer = peer.offer, offer.summary.sequence == sequence, !offer.summary.isExpired(nowMillis: clock.wallMillis()) else {
             throw HandoffError(.notCurrent, "\(peer.name) no longer offers activity \(sequence).",
                                fix: "Run 'handoff-peer list' to see what it offers now.")
         }

@@ -68,7 +68,7 @@ extension Daemon {
     /// What the transfer server's decision needs to know of a request and of this host now.
     func transferRequest(_ purpose: TransferServer.Purpose, citing request: TransferFrame.FetchRequest, from requester: DeviceKey) -> TransferServer.Request {
         TransferServer.Request(purpose: purpose, cited: request, requesterTrusted: trust.contains(requester), enabled: settings.enabled,
-                               hostName: configuration.name, ownKey: identity.publicKey, nowMillis: wallClockMillis())
+                               hostName: configuration.name, ownKey: identity.publicKey, nowMillis: clock.wallMillis())
     }
 
     func countStrangerHandshake() {
@@ -404,7 +404,7 @@ extension Daemon {
     func route(to key: DeviceKey) -> PeerRoute? {
         guard let peer = peers.peers[key] else { return nil }
         return PeerRoute(hosts: peer.hosts, port: peer.transferPort,
-                         offeredSequence: peer.visibleOffer(nowMillis: wallClockMillis())?.summary.sequence)
+                         offeredSequence: peer.visibleOffer(nowMillis: clock.wallMillis())?.summary.sequence)
     }
 
     /// The accept's progress, waiting and resumed events, broadcast in order from the fetch thread.

@@ -20,7 +20,8 @@ public actor Daemon {
         let deviceID: DeviceID
         let verifier = Ed25519()
         let stateDirectory: StateDirectory
-        let startedAtMillis = monotonicMillis()
+        /// On the daemon's clock (`DaemonConfiguration.loop`), as every duration it reports.
+        let startedAtMillis: UInt64
         /// The handshake candidates as the actor last derived them, for a served connection's
         /// thread to read without a trip to the actor; nil after the paired set changed, until
         /// the actor derives them again.
@@ -35,6 +36,9 @@ public actor Daemon {
     nonisolated var verifier: Ed25519 { fixed.verifier }
     nonisolated var stateDirectory: StateDirectory { fixed.stateDirectory }
     nonisolated var startedAtMillis: UInt64 { fixed.startedAtMillis }
+    /// Where its deadlines run, and its time (`DaemonConfiguration.loop`).
+    nonisolated var loop: EventLoop { fixed.configuration.loop }
+    nonisolated var clock: any LoopClock { fixed.configuration.loop.clock }
 
     var trust: TrustStore
     var settings: Settings
@@ -71,7 +75,8 @@ public actor Daemon {
         let stateDirectory = StateDirectory(path: configuration.stateDirectory)
         try stateDirectory.prepare()
         let (identity, created) = try stateDirectory.loadOrCreateIdentity()
-        fixed = Fixed(configuration: configuration, log: log, identity: identity, deviceID: identity.deviceID, stateDirectory: stateDirectory)
+        fixed = Fixed(configuration: configuration, log: log, identity: identity, deviceID: identity.deviceID, stateDirectory: stateDirectory,
+                      startedAtMillis: configuration.loop.clock.monotonicMillis())
         trust = try TrustStore.load(from: stateDirectory)
         settings = try Settings.load(from: stateDirectory)
         peers = PeerTable(ownKey: identity.publicKey, fingerprint: Ed25519.deviceID(of:))
@@ -80,7 +85,7 @@ public actor Daemon {
         offering = Offering(loaded: loaded,
                             schedule: AnnounceSchedule(keepaliveMillis: configuration.announceIntervalMillis,
                                                        minimumSpacingMillis: Self.minimumAnnounceSpacingMillis),
-                            wallClockMillis: wallClockMillis())
+                            wallClockMillis: configuration.loop.clock.wallMillis())
         let trusted = trust
         peers.restoreHighestSequences(loaded.highest.filter { trusted.contains($0.key) })
         // The start's reservation is on disk before anything is sent.
@@ -152,7 +157,7 @@ public actor Daemon {
             sources.desktopWatcher = watcher
             clients.declarations.disk.watch { watcher.changes() }
         }
-        sources.timer = WakeTimer { [self] in Task { await self.wake() } }
+        sources.timer = WakeTimer(loop: loop) { [self] in Task { await self.wake() } }
         sources.networkWatcher = NetworkChangeWatcher { [self] in Task { await self.networkChanged() } }
         try startDiscovery()
         discovery.multicast?.refreshInterfaces()
@@ -237,7 +242,7 @@ public actor Daemon {
     /// Nothing wakes the daemon when nothing is due: no polling.
     func armWake(devices: [AnnounceSchedule.Device]) {
         let delay = nextWakeDelay(devices: devices)
-        let now = monotonicMillis()
+        let now = clock.monotonicMillis()
         sources.arm(at: now &+ delay, nowMillis: now)
     }
 
@@ -245,8 +250,8 @@ public actor Daemon {
     /// peer's TTL running out, the activity expiring or its summary needing a new
     /// signature, the rotation period turning, the next pairing beacon.
     func nextWakeDelay(devices: [AnnounceSchedule.Device]) -> UInt64 {
-        let mono = monotonicMillis()
-        let wall = wallClockMillis()
+        let mono = clock.monotonicMillis()
+        let wall = clock.wallMillis()
         func until(_ deadline: UInt64, _ now: UInt64) -> UInt64 { deadline > now ? deadline - now : 0 }
         // Also while nobody is present: without route netlink, housekeeping is where new interfaces and addresses are noticed.
         var delay = until(offering.schedule.nextDeadline(nowMillis: mono, devices: devices), mono)
@@ -272,7 +277,7 @@ public actor Daemon {
     /// Timed work: expire peers and activities, re-sign the summary, notice new
     /// addresses and the period turning (both bring a first contact), rotate tokens.
     func housekeeping() {
-        let now = wallClockMillis()
+        let now = clock.wallMillis()
         if now &- offering.replaySavedAtMillis >= Self.replayStateSaveIntervalMillis { saveReplayState() }
         emit(peers.expire(nowMillis: now))
         // With route netlink, changes arrive as they happen (networkChanged); only without it are they polled here.
@@ -282,7 +287,7 @@ public actor Daemon {
         }
         offering.schedule.checkMulticast(discovery.multicastChecksDue(peers.peers.values.map(Discovery.Listed.init), nowMillis: now))
         enterPeriod(nowMillis: now)
-        offerTokensIfDue(nowMillis: monotonicMillis())
+        offerTokensIfDue(nowMillis: clock.monotonicMillis())
         if let current = published {
             if current.activity.isExpired(nowMillis: now) {
                 log.info("activity of type \(current.activity.type) expired")
@@ -320,7 +325,7 @@ public actor Daemon {
     /// Writes the replay state if it changed; a failure is logged (the daemon
     /// keeps running; after a restart the clock still orders most sequences).
     func saveReplayState() {
-        offering.replaySavedAtMillis = wallClockMillis()
+        offering.replaySavedAtMillis = clock.wallMillis()
         guard let state = offering.replayToSave(highest: peers.highestSequences.filter { trust.contains($0.key) }) else { return }
         do {
             try state.save(to: stateDirectory)
@@ -342,8 +347,8 @@ public actor Daemon {
     /// Sends whatever round is due (AnnounceSchedule) and a pairing beacon while
     /// pairing is open, then arms the timer for what comes next.
     func flushAnnouncements() {
-        let mono = monotonicMillis()
-        let wall = wallClockMillis()
+        let mono = clock.monotonicMillis()
+        let wall = clock.wallMillis()
         let devices = announceDevices(nowMillis: wall)
         if let deliveries = offering.schedule.take(nowMillis: mono, devices: devices) {
             send(.present, deliveries, nowMillis: wall)
@@ -357,7 +362,7 @@ public actor Daemon {
 
     /// Stopping: a goodbye at once to every device that lists us.
     func sayGoodbye() {
-        let now = wallClockMillis()
+        let now = clock.wallMillis()
         send(.goodbye, AnnounceSchedule.goodbye(devices: announceDevices(nowMillis: now)), nowMillis: now)
     }
 
@@ -457,7 +462,7 @@ public actor Daemon {
         try updated.save(to: stateDirectory)
         settings = updated
         log.info("handoff \(enabled ? "enabled" : "disabled")")
-        offerOwnTokens(epoch: ServiceRecord.epoch(wallClockMillis: wallClockMillis()))
+        offerOwnTokens(epoch: ServiceRecord.epoch(wallClockMillis: clock.wallMillis()))
         broadcast(enabled ? .enabled : .disabled)
         announce()
     }
@@ -501,7 +506,7 @@ public actor Daemon {
     /// The same for an activity that is already encoded (and checked: EncodedActivity scans it).
     @discardableResult
     func publish(encoded input: EncodedActivity, by publisher: String) throws(HandoffError) -> PublishedActivity {
-        if input.isExpired(nowMillis: wallClockMillis()) {
+        if input.isExpired(nowMillis: clock.wallMillis()) {
             throw HandoffError.invalidActivity("The activity has already expired.", fix: "Give an expiration in the future.")
         }
         offering.publishers.publish(input, by: publisher)
@@ -521,7 +526,7 @@ public actor Daemon {
     /// After a resign, invalidate or expiry: the current publisher's activity goes on the
     /// air again (a new sequence), skipping any that expired meanwhile, or nothing does.
     func offerCurrentPublisher() {
-        let now = wallClockMillis()
+        let now = clock.wallMillis()
         for gone in offering.publishers.removeAll(where: { $0.isExpired(nowMillis: now) }) {
             broadcast(.activityEnded(type: gone.item.type, reason: "expired"))
         }
@@ -544,7 +549,7 @@ public actor Daemon {
     /// Puts one publisher's entry on the air: sequence, payload, signed summary, announcement.
     @discardableResult
     private func offer(_ entry: PublisherStack<EncodedActivity>.Entry) throws(HandoffError) -> PublishedActivity {
-        let now = wallClockMillis()
+        let now = clock.wallMillis()
         let (sequence, reservation) = offering.nextActivity(wallClockMillis: now)
         reserve(reservation)
         // In the publisher's own entry, so the payload stays one copy (unless a fetch still sends the old one).

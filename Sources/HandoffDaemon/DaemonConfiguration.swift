@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HandoffCore
+import HandoffRuntime
 import HandoffTransport
 
 /// Everything `handoffd` is told on its command line.
@@ -21,6 +22,9 @@ public struct DaemonConfiguration: Sendable {
     /// Paths made by the caller, started with the others: several daemons in one process
     /// (the tests' loopback discovery) find each other through them.
     public var extraDiscoveryPaths: [any DiscoveryPath] = []
+    /// The loop its deadlines run on, whose clock is its time: the process's loop on the system's
+    /// clocks, or (tests) a loop on a `ManualClock` that several daemons in one process share.
+    public var loop: EventLoop = .shared
     /// Raw HCI controller (`hciN` or `unix:PATH`). With neither this nor
     /// `bluez`, Bluetooth is off, and with it proximity: summaries then go to every paired device.
     public var hci: String?

@@ -95,7 +95,8 @@ public final class EventLoop: Sendable {
     }
 
     private let name: String
-    private let clock: any LoopClock
+    /// What its deadlines count on; the programs' time too (`wallMillis`, `monotonicMillis`).
+    public let clock: any LoopClock
     private let epoll: Int32
     private let wakeup: Int32
     private let state = Locked(State())
@@ -268,19 +269,29 @@ public final class EventLoop: Sendable {
 
 }
 
-/// The clock an event loop's deadlines count on.
+/// The clock an event loop's deadlines count on, and the time of whoever runs on that loop:
+/// the system's clocks in the programs, one a test moves by hand in the in-process harness.
 public protocol LoopClock: Sendable {
+    /// Monotonic nanoseconds, for deadlines and durations.
     func nowNanos() -> UInt64
+    /// Milliseconds since 1970, for timestamps that cross hosts.
+    func wallMillis() -> UInt64
     /// True when time moves only when told to: the loop then waits for a move, not for time.
     var isManual: Bool { get }
     /// Given the loop's wake-up once, when the loop is made; a manual clock calls it at every move.
     func attach(_ wake: @escaping @Sendable () -> Void)
 }
 
+extension LoopClock {
+    /// Monotonic milliseconds, for durations.
+    public func monotonicMillis() -> UInt64 { nowNanos() / 1_000_000 }
+}
+
 /// CLOCK_MONOTONIC: a wall clock set back or forward does not move a deadline.
 public struct MonotonicClock: LoopClock {
     public init() {}
     public func nowNanos() -> UInt64 { monotonicNanos() }
+    public func wallMillis() -> UInt64 { wallClockMillis() }
     public var isManual: Bool { false }
     public func attach(_ wake: @escaping @Sendable () -> Void) {}
 }
@@ -289,12 +300,18 @@ public struct MonotonicClock: LoopClock {
 /// by the test's steps, not by waiting.
 public final class ManualClock: LoopClock {
     private let state = Locked((nanos: UInt64(0), wakes: [@Sendable () -> Void]()))
+    private let startNanos: UInt64
+    private let wallStartMillis: UInt64
 
-    public init(startMillis: UInt64 = 0) {
+    /// Starts at `startMillis` on its monotonic scale and at `wallMillis` on the wall (now, unless given).
+    public init(startMillis: UInt64 = 0, wallMillis: UInt64 = wallClockMillis()) {
+        startNanos = startMillis &* 1_000_000
+        wallStartMillis = wallMillis
         state.withLock { $0.nanos = startMillis &* 1_000_000 }
     }
 
     public func nowNanos() -> UInt64 { state.withLock { $0.nanos } }
+    public func wallMillis() -> UInt64 { wallStartMillis &+ (nowNanos() &- startNanos) / 1_000_000 }
     public var isManual: Bool { true }
     public func attach(_ wake: @escaping @Sendable () -> Void) { state.withLock { $0.wakes.append(wake) } }
 

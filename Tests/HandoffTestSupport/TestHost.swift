@@ -20,8 +20,9 @@ public struct TestHost: Sendable {
     public var socketPath: String { directory + "/run/handoff.sock" }
 
     /// Starts a daemon named `name`; with `directory`, one that ran before (a restart keeps its state).
+    /// On `loop` (a test's, on a `ManualClock`: its deadlines and time move when the test says).
     public static func start(_ name: String, hub: LoopbackHub, directory: String? = nil,
-                             announceIntervalMillis: UInt64 = 1_000) async throws -> TestHost {
+                             announceIntervalMillis: UInt64 = 1_000, loop: EventLoop = .shared) async throws -> TestHost {
         let directory = try directory ?? TemporaryDirectory.make(prefix: "handoff-host-\(name)")
         if mkdir(directory + "/run", 0o700) != 0 && errno != EEXIST { throw SystemError("mkdir") }
         var configuration = DaemonConfiguration(stateDirectory: directory + "/state", socketPath: directory + "/run/handoff.sock", name: name)
@@ -31,6 +32,7 @@ public struct TestHost: Sendable {
         configuration.transferPortGiven = true
         configuration.announceIntervalMillis = announceIntervalMillis
         configuration.logLevel = .error
+        configuration.loop = loop
         let daemon = try Daemon(configuration: configuration)
         try await daemon.start()
         return TestHost(name: name, directory: directory, daemon: daemon, hub: hub)
@@ -122,10 +124,16 @@ public enum TemporaryDirectory {
 /// (a cleanup left to a detached task could race the test process's exit).
 public final class TestLab: Sendable {
     public let hub = LoopbackHub()
+    /// Where the hosts' deadlines run and what their time is.
+    public let loop: EventLoop
     private let hosts = Locked<[(host: TestHost, running: Bool)]>([])
 
-    public func start(_ name: String, directory: String? = nil) async throws -> TestHost {
-        let host = try await TestHost.start(name, hub: hub, directory: directory)
+    public init(loop: EventLoop = .shared) {
+        self.loop = loop
+    }
+
+    public func start(_ name: String, directory: String? = nil, announceIntervalMillis: UInt64 = 1_000) async throws -> TestHost {
+        let host = try await TestHost.start(name, hub: hub, directory: directory, announceIntervalMillis: announceIntervalMillis, loop: loop)
         hosts.withLock { $0.append((host, true)) }
         return host
     }
@@ -141,9 +149,9 @@ public final class TestLab: Sendable {
     }
 
     /// laptop-a and laptop-b, paired, b listing a.
-    public func pairedHosts() async throws -> (a: TestHost, b: TestHost) {
-        let a = try await start("laptop-a")
-        let b = try await start("laptop-b")
+    public func pairedHosts(announceIntervalMillis: UInt64 = 1_000) async throws -> (a: TestHost, b: TestHost) {
+        let a = try await start("laptop-a", announceIntervalMillis: announceIntervalMillis)
+        let b = try await start("laptop-b", announceIntervalMillis: announceIntervalMillis)
         try await TestHost.pair(a, b)
         _ = try await eventually("b to list a") { try b.client().list().first { $0.name == "laptop-a" } }
         return (a, b)
@@ -157,8 +165,8 @@ public final class TestLab: Sendable {
     }
 }
 
-public func withTestLab<T: Sendable>(_ body: (TestLab) async throws -> T) async throws -> T {
-    let lab = TestLab()
+public func withTestLab<T: Sendable>(loop: EventLoop = .shared, _ body: (TestLab) async throws -> T) async throws -> T {
+    let lab = TestLab(loop: loop)
     do {
         let result = try await body(lab)
         await lab.finish()
