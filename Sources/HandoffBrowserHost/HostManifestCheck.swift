@@ -1,3 +1,4 @@
+import HandoffAPI
 import HandoffCore
 
 /// Whether each browser here can start the native messaging host: the most common
@@ -33,7 +34,7 @@ public enum HostManifestCheck {
         ]
     }
 
-    public struct Finding: Sendable, Equatable {
+    public struct Finding: JSONCodable {
         public var browser: String
         /// ok, fail, or off (the browser was never run by this user and no manifest is there).
         public var status: String

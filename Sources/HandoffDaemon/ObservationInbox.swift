@@ -1,3 +1,4 @@
+import HandoffAPI
 import HandoffCore
 import HandoffTransport
 import HandoffRuntime
@@ -10,11 +11,9 @@ import HandoffRuntime
 /// is dropped (counted) rather than queued without limit.
 final class ObservationInbox: Sendable {
     /// Drops for `status`, by reason.
-    struct Counters: Sendable, Equatable {
+    struct Counters: JSONCodable {
         var rateLimited = 0
         var queueFull = 0
-
-        var json: JSONValue { ["rateLimited": .integer(Int64(rateLimited)), "queueFull": .integer(Int64(queueFull))] }
     }
 
     private struct State: ~Copyable {
