@@ -35,6 +35,7 @@ final class AvahiLoopPoll: @unchecked Sendable {
     }
 
     /// One of Avahi's descriptors (its D-Bus socket). Avahi owns and closes it, after `watch_free`.
+    /// Unchecked: Avahi creates, updates and frees it on the loop, where its handler runs.
     final class Watch: @unchecked Sendable {
         let fd: Int32
         let callback: AvahiWatchCallback
@@ -75,7 +76,8 @@ final class AvahiLoopPoll: @unchecked Sendable {
         }
     }
 
-    /// One of Avahi's timeouts: a loop deadline re-made on every update.
+    /// One of Avahi's timeouts: a loop deadline re-made on every update. Unchecked: Avahi
+    /// creates, updates and frees it on the loop, where its deadline runs.
     final class Timeout: @unchecked Sendable {
         let poll: AvahiLoopPoll
         let callback: AvahiTimeoutCallback
