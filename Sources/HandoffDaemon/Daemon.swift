@@ -606,6 +606,8 @@ public actor Daemon {
 
     /// One event to every subscriber, encoded once.
     func broadcast(_ event: Event) {
+        // Not encoded for nobody.
+        guard !clients.subscribers.all.isEmpty else { return }
         clients.subscribers.broadcast(line: JSONWriter.line(event.json))
     }
 }

@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Glibc
 import HandoffTransport
 import HandoffRuntime
@@ -41,8 +40,21 @@ public struct Log: Sendable {
 
     private func write(_ messageLevel: Level, _ message: () -> String) {
         guard messageLevel >= level else { return }
-        let stamp = Date().formatted(.iso8601.time(includingFractionalSeconds: true))
-        let line = "\(stamp) \(program) \(messageLevel.label): \(message())\n"
+        let line = "\(Self.timestamp()) \(program) \(messageLevel.label): \(message())\n"
         Self.output.withLock { _ in writeStandardError(line) }
+    }
+
+    /// The time of day in UTC, `HH:MM:SS.mmm`, as ISO 8601 writes it. Formatted by hand: the
+    /// ISO 8601 format style cost about 25 µs a line, several times per accept on each side.
+    static func timestamp(wallMillis: UInt64 = wallClockMillis()) -> String {
+        let ofDay = wallMillis % 86_400_000
+        var text = ""
+        text.reserveCapacity(12)
+        for (value, width, separator) in [(ofDay / 3_600_000, 2, ":"), (ofDay / 60_000 % 60, 2, ":"), (ofDay / 1000 % 60, 2, "."),
+                                          (ofDay % 1000, 3, "")] {
+            let digits = String(value)
+            text += String(repeating: "0", count: width - digits.count) + digits + separator
+        }
+        return text
     }
 }
