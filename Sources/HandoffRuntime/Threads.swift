@@ -13,88 +13,12 @@ public enum Threads {
     public static let parkedSeconds = 30
     public static let maximumParked = 8
 
-    private struct Work: Sendable {
-        let name: String
-        let body: @Sendable () -> Void
-    }
-
-    /// One thread waiting for work: its own lock and condition, so a start wakes it alone.
-    private final class Parked: Sendable {
-        private let slot = Locked<Work?>(nil)
-
-        func hand(_ next: Work) { slot.withLockWakingWaiters { $0 = next } }
-
-        /// The next work, or nil once `parkedSeconds` passed with none and this thread is no
-        /// longer on offer (a `start` that took it meanwhile hands it work, which it waits for).
-        func next() -> Work? {
-            let taken = { (work: inout Work?) in work.take() }
-            if let work = slot.wait(until: { $0 != nil }, millis: parkedSeconds * 1000, then: taken) { return work }
-            if Threads.withdraw(self) { return nil }
-            return slot.wait(until: { $0 != nil }, then: taken) ?? nil
-        }
-    }
-
-    /// Threads waiting for work, the most recently parked last (its stack is the warmest).
-    private static let parked = Locked<[Parked]>([])
+    /// The process's threads.
+    static let pool = ThreadPool(maximumParked: maximumParked, parkedMillis: parkedSeconds * 1000)
 
     /// Runs `body` on a thread called `name`: a parked one if any waits, else a new one.
     public static func start(_ name: String, _ body: @escaping @Sendable () -> Void) {
-        let work = Work(name: name, body: body)
-        if let waiting = parked.withLock({ $0.popLast() }) {
-            waiting.hand(work)
-            return
-        }
-        let start = Unmanaged.passRetained(Box(work)).toOpaque()
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        var thread = pthread_t()
-        let status = pthread_create(&thread, &attributes, threadEntry, start)
-        pthread_attr_destroy(&attributes)
-        // Only when the process is out of threads or memory; nothing could go on.
-        if status != 0 { fatalError("pthread_create failed: \(String(cString: strerror(status)))") }
-    }
-
-    /// How many threads wait for work now.
-    static var parkedCount: Int { parked.withLock { $0.count } }
-
-    /// Removes `thread` from the parked ones; false when a `start` took it first.
-    private static func withdraw(_ thread: Parked) -> Bool {
-        parked.withLock { list in
-            guard let index = list.firstIndex(where: { $0 === thread }) else { return false }
-            list.remove(at: index)
-            return true
-        }
-    }
-
-    private final class Box {
-        let work: Work
-        init(_ work: Work) { self.work = work }
-    }
-
-    private static let threadEntry: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? = { argument in
-        var work: Work? = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().work
-        let me = Parked()
-        while work != nil {
-            run(&work)
-            let offered = parked.withLock { list -> Bool in
-                guard list.count < maximumParked else { return false }
-                list.append(me)
-                return true
-            }
-            guard offered else { break }
-            setName("parked")
-            work = me.next()
-        }
-        return nil
-    }
-
-    /// Runs the work and lets go of it (and of all it holds, a connection, a continuation)
-    /// before the thread parks.
-    private static func run(_ work: inout Work?) {
-        guard let current = work.take() else { return }
-        setName(current.name)
-        current.body()
+        pool.start(name, body)
     }
 
     /// Names the calling thread (the first 15 bytes, the kernel's limit).
@@ -118,4 +42,109 @@ public enum Threads {
         var remaining = timespec()
         while nanosleep(&request, &remaining) == -1 && errno == EINTR { request = remaining }
     }
+}
+
+/// Threads that park when their work returns and take the next `start`. One per process
+/// (`Threads`); tests make their own, so other suites' work does not take their threads.
+final class ThreadPool: Sendable {
+    let maximumParked: Int
+    let parkedMillis: Int
+
+    init(maximumParked: Int, parkedMillis: Int) {
+        self.maximumParked = maximumParked
+        self.parkedMillis = parkedMillis
+    }
+
+    fileprivate struct Work: Sendable {
+        let name: String
+        let body: @Sendable () -> Void
+    }
+
+    /// One thread waiting for work: its own lock and condition, so a start wakes it alone.
+    fileprivate final class Parked: Sendable {
+        private let slot = Locked<Work?>(nil)
+
+        func hand(_ next: Work) { slot.withLockWakingWaiters { $0 = next } }
+
+        /// The next work, or nil once `parkedMillis` passed with none and this thread is no
+        /// longer on offer (a `start` that took it meanwhile hands it work, which it waits for).
+        func next(in pool: ThreadPool) -> Work? {
+            let taken = { (work: inout Work?) in work.take() }
+            if let work = slot.wait(until: { $0 != nil }, millis: pool.parkedMillis, then: taken) { return work }
+            if pool.withdraw(self) { return nil }
+            return slot.wait(until: { $0 != nil }, then: taken) ?? nil
+        }
+    }
+
+    /// Threads waiting for work, the most recently parked last (its stack is the warmest).
+    private let parked = Locked<[Parked]>([])
+
+    func start(_ name: String, _ body: @escaping @Sendable () -> Void) {
+        let work = Work(name: name, body: body)
+        if let waiting = parked.withLock({ $0.popLast() }) {
+            waiting.hand(work)
+            return
+        }
+        let start = Unmanaged.passRetained(Start(work, pool: self)).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        var thread = pthread_t()
+        let status = pthread_create(&thread, &attributes, threadEntry, start)
+        pthread_attr_destroy(&attributes)
+        // Only when the process is out of threads or memory; nothing could go on.
+        if status != 0 { fatalError("pthread_create failed: \(String(cString: strerror(status)))") }
+    }
+
+    /// How many threads wait for work now.
+    var parkedCount: Int { parked.withLock { $0.count } }
+
+    /// Removes `thread` from the parked ones; false when a `start` took it first.
+    fileprivate func withdraw(_ thread: Parked) -> Bool {
+        parked.withLock { list in
+            guard let index = list.firstIndex(where: { $0 === thread }) else { return false }
+            list.remove(at: index)
+            return true
+        }
+    }
+
+    /// Offers `thread` for the next start; false when `maximumParked` wait already.
+    fileprivate func park(_ thread: Parked) -> Bool {
+        parked.withLock { list -> Bool in
+            guard list.count < maximumParked else { return false }
+            list.append(thread)
+            return true
+        }
+    }
+
+    fileprivate final class Start {
+        let work: Work
+        let pool: ThreadPool
+        init(_ work: Work, pool: ThreadPool) {
+            self.work = work
+            self.pool = pool
+        }
+    }
+}
+
+private let threadEntry: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? = { argument in
+    let start = Unmanaged<ThreadPool.Start>.fromOpaque(argument!).takeRetainedValue()
+    let pool = start.pool
+    var work: ThreadPool.Work? = start.work
+    let me = ThreadPool.Parked()
+    while work != nil {
+        run(&work)
+        guard pool.park(me) else { break }
+        Threads.setName("parked")
+        work = me.next(in: pool)
+    }
+    return nil
+}
+
+/// Runs the work and lets go of it (and of all it holds, a connection, a continuation)
+/// before the thread parks.
+private func run(_ work: inout ThreadPool.Work?) {
+    guard let current = work.take() else { return }
+    Threads.setName(current.name)
+    current.body()
 }

@@ -11,10 +11,19 @@ import Testing
         return String(decoding: buffer[..<max(0, count)], as: UTF8.self)
     }
 
+    /// A pool of the test's own: other suites' work, run at the same time, never takes its threads.
+    private let pool = ThreadPool(maximumParked: Threads.maximumParked, parkedMillis: 30_000)
+
     private func run(_ name: String) async -> (tid: pthread_t, name: String) {
         await withCheckedContinuation { done in
-            Threads.start(name) { done.resume(returning: (pthread_self(), comm())) }
+            pool.start(name) { done.resume(returning: (pthread_self(), comm())) }
         }
+    }
+
+    /// Waits until `count` threads are parked (a thread parks just after its work returned).
+    private func waitForParked(_ count: Int) -> Bool {
+        for _ in 0..<5_000 where pool.parkedCount < count { Threads.sleep(seconds: 0.001) }
+        return pool.parkedCount >= count
     }
 
     @Test func threadsCarryTheirNameInProc() async {
@@ -24,16 +33,12 @@ import Testing
     /// A thread whose work returned parks and takes the next start, under the new work's name.
     @Test func aFinishedThreadRunsTheNextWork() async throws {
         let first = await run("first work")
-        var waited = 0
-        while Threads.parkedCount == 0 && waited < 2_000 {
-            Threads.sleep(seconds: 0.001)
-            waited += 1
-        }
-        try #require(Threads.parkedCount > 0)
+        try #require(waitForParked(1))
         let second = await run("second work")
         #expect(second.name == "second work\n")
-        // Another test's work may have taken the thread that ran the first; then this one is parked too.
-        #expect(second.tid == first.tid || Threads.parkedCount > 0)
+        #expect(second.tid == first.tid)
+        #expect(waitForParked(1))
+        #expect(pool.parkedCount == 1)
     }
 
     /// Work that is still running is not handed more: many at once each get a thread.
@@ -43,7 +48,7 @@ import Testing
             for _ in 0..<12 {
                 group.addTask {
                     await withCheckedContinuation { done in
-                        Threads.start("concurrent") {
+                        pool.start("concurrent") {
                             gate.withLock { $0 += 1 }
                             // Hold the thread until all twelve run, so none can be reused.
                             while gate.withLock({ $0 }) < 12 { Threads.sleep(seconds: 0.001) }
@@ -57,8 +62,9 @@ import Testing
             return all
         }
         #expect(Set(tids).count == 12)
-        // At most `maximumParked` stay.
+        // At most `maximumParked` stay; the others end.
+        #expect(waitForParked(Threads.maximumParked))
         Threads.sleep(seconds: 0.05)
-        #expect(Threads.parkedCount <= Threads.maximumParked)
+        #expect(pool.parkedCount == Threads.maximumParked)
     }
 }
