@@ -3,7 +3,7 @@ import HandoffCore
 import HandoffTransport
 import HandoffRuntime
 
-/// Between the discovery threads and the daemon actor. Anyone on the link can
+/// Between discovery (the event loop's sockets, a Bluetooth backend) and the daemon actor. Anyone on the link can
 /// send datagrams (and anyone in radio range beacons), so what they cost is
 /// bounded here, before the actor sees them: a budget per source and overall,
 /// a queue of fixed capacity, and one drain task at a time that hands the
@@ -47,7 +47,7 @@ final class ObservationInbox: Sendable {
 
     var counters: Counters { state.withLock { $0.counters } }
 
-    /// Called on any discovery thread; never blocks beyond a short lock.
+    /// Called from the event loop or a Bluetooth backend's thread; never blocks beyond a short lock.
     func post(_ observation: DiscoveryObservation) {
         let now = monotonicMillis()
         let startDrain = state.withLock { state -> Bool in
