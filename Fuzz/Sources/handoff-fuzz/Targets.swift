@@ -83,7 +83,7 @@ enum Targets {
             guard let decoded = try? T(json: value, context: "fuzz") else { return }
             check((try? T(json: decoded.json, context: "fuzz")) == decoded, "\(T.self) reads back as itself")
         }
-        roundTrip(ActivityFields.self)
+        roundTrip(ActivityHeader.self)
         roundTrip(OfferInfo.self)
         roundTrip(PeerEntry.self)
         roundTrip(PublishReceipt.self)
