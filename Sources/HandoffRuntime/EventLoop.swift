@@ -75,6 +75,10 @@ public final class EventLoop: Sendable {
         /// next step. Nothing of the watch runs after the close.
         public func close() {
             guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            // Off the loop the close comes a moment later: a socket of ours is shut down now, so a
+            // listener refuses connections from here on (a daemon started again at once on the
+            // same Unix path must not find the old one answering). Not a socket: nothing happens.
+            if ownsDescriptor && !loop.inLoop { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
             loop.runOnLoop { [self] in loop.remove(self) }
         }
     }
