@@ -40,20 +40,20 @@ public final class Locked<Value: ~Copyable>: @unchecked Sendable {
 
     /// Like `withLock`, then wakes the threads waiting in `wait` so they look at the value again.
     public func withLockWakingWaiters<Result>(_ body: (inout Value) -> Result) -> Result {
-        pthread_mutex_lock(mutex)
-        defer {
-            pthread_cond_broadcast(condition)
-            pthread_mutex_unlock(mutex)
-        }
-        return body(&value)
+        withLock(waking: pthread_cond_broadcast, body)
     }
 
     /// Like `withLock`, then wakes one thread waiting in `wait`: for waiters that all wait for the
     /// same thing (a pool's idle threads), where one can take what was added.
     public func withLockWakingOne<Result>(_ body: (inout Value) -> Result) -> Result {
+        withLock(waking: pthread_cond_signal, body)
+    }
+
+    private func withLock<Result>(waking wake: (UnsafeMutablePointer<pthread_cond_t>) -> Int32,
+                                  _ body: (inout Value) -> Result) -> Result {
         pthread_mutex_lock(mutex)
         defer {
-            pthread_cond_signal(condition)
+            _ = wake(condition)
             pthread_mutex_unlock(mutex)
         }
         return body(&value)
