@@ -63,7 +63,7 @@ let package = Package(
         // Bluetooth LE: HCI transports (raw socket, H4 over Unix), the controller driver, beacons.
         .target(name: "HandoffBluetooth", dependencies: ["CBluetooth", "HandoffCore", "HandoffTransport", "HandoffRuntime"]),
         // Bluetooth LE through bluetoothd's D-Bus API (sd-bus): the default backend.
-        .target(name: "HandoffDBus", dependencies: ["CSystemd", "HandoffCore"]),
+        .target(name: "HandoffDBus", dependencies: ["CSystemd", "HandoffCore", "HandoffRuntime"]),
         .target(name: "HandoffBlueZ", dependencies: ["CSystemd", "HandoffDBus", "HandoffBluetooth", "HandoffCore", "HandoffTransport", "HandoffRuntime"]),
         // The daemon as a library: state, wiring, request handling.
         .target(name: "HandoffDaemon", dependencies: ["HandoffAPI", "HandoffCore", "HandoffCrypto", "HandoffTransport", "HandoffRuntime", "HandoffMDNS", "HandoffBluetooth", "HandoffBlueZ"]),

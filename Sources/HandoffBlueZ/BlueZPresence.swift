@@ -46,10 +46,8 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
 
     // Loop only.
     private var connection: BusConnection?
-    /// The bus's socket as the loop watches it (sd-bus owns and closes the descriptor).
-    private var busWatch: EventLoop.Watch?
-    /// When sd-bus must run even if nothing arrives (a call's timeout).
-    private var busDeadline: EventLoop.Deadline?
+    /// The bus's socket and timeout on the loop (sd-bus owns and closes the descriptor).
+    private var onLoop = BusOnLoop()
     private var stopped = false
     private var observer: (@Sendable (DiscoveryObservation) -> Void)?
     /// Bumped whenever the bus or bluetoothd starts afresh; replies from before are ignored.
@@ -147,60 +145,27 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
 
     // MARK: - The bus on the loop
 
-    /// Messages dispatched per turn before the loop serves its other descriptors.
-    static let messagesPerTurn = 64
-
-    /// Lets sd-bus dispatch what arrived, then asks the loop to call again when the socket is
-    /// ready for what sd-bus wants (reading, and writing while it has queued output) or when its
-    /// timeout is due. Called after everything that may have used the bus.
+    /// Lets sd-bus dispatch what arrived, then asks the loop to call again when the bus needs it.
+    /// Called after everything that may have used the bus.
     private func pump() {
         guard let connection, !stopped else { return }
-        var more = false
+        let more: Bool
         do throws(BusError) {
-            for _ in 0..<Self.messagesPerTurn {
-                more = try connection.process()
-                if !more || self.connection !== connection { break }
-            }
+            more = try BusOnLoop.dispatch(connection) { self.connection === connection }
         } catch {
             connectionLost(error)
             return
         }
         // A callback may have replaced or dropped the connection; that path armed its own.
         guard self.connection === connection, !stopped else { return }
-        if more {
-            // Messages sd-bus read already are not on the socket: the loop would not call again.
-            loop.execute { [self] in pump() }
-        }
-        var interest: EventLoop.Interest = []
-        if connection.events & Int16(POLLIN) != 0 { interest.insert(.readable) }
-        if connection.events & Int16(POLLOUT) != 0 { interest.insert(.writable) }
-        if let busWatch {
-            busWatch.update(interest)
-        } else {
-            busWatch = try? loop.watch(borrowing: connection.fileDescriptor, interest) { [self] _ in pump() }
-        }
-        if let busDeadline { loop.cancel(busDeadline) }
-        busDeadline = connection.timeoutMillis.map { millis in
-            loop.after(millis: UInt64(millis)) { [self] in
-                busDeadline = nil
-                pump()
-            }
-        }
+        if more { loop.execute { [self] in pump() } }
+        _ = onLoop.rearm(connection, on: loop) { [self] in pump() }
     }
 
     /// Drops the connection: the loop stops watching its socket before sd-bus closes it.
     private func dropConnection() {
-        busWatch?.close()
-        busWatch = nil
-        if let busDeadline { loop.cancel(busDeadline) }
-        busDeadline = nil
+        onLoop.release(on: loop)
         connection = nil
-    }
-
-    private static func nowMillis() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
     }
 
     /// Runs `work` on the loop after `millis`, unless stopped by then.
@@ -386,7 +351,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
             adapter.apply(changed)
             adapters[path] = adapter
             if path == current && (adapter.powered != before.powered || adapter.discoverable != before.discoverable) {
-                registration.adapterChanged(at: Self.nowMillis())
+                registration.adapterChanged(at: monotonicMillis())
             }
             reconcile()
         default:
@@ -405,7 +370,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         if update.manufacturerDataSeen { sighting.token = update.token }
         if let rssi = update.rssi { sighting.rssi = rssi }
         if let address = update.address { sighting.address = address }
-        let now = Self.nowMillis()
+        let now = monotonicMillis()
         let due = now >= sighting.reportedMillis + Self.reportIntervalMillis
             || sighting.token != previous.token || sighting.rssi != previous.rssi
         // Only a report that carries the beacon is a sighting of it: an address that once
@@ -466,7 +431,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
     private func reconcileAdvertisement(adapter: BlueZ.Adapter?) {
         guard let adapter else { return }
         let wanted = adapter.powered && adapter.canAdvertise && !adapter.discoverable ? token : nil
-        switch registration.next(wanted: wanted, at: Self.nowMillis()) {
+        switch registration.next(wanted: wanted, at: monotonicMillis()) {
         case .none:
             break
         case .register:
@@ -531,12 +496,12 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
             note("bluez: RegisterAdvertisement on \(path): \(result)")
             switch result {
             case .success:
-                registration.registerAnswered(.registered, at: Self.nowMillis())
+                registration.registerAnswered(.registered, at: monotonicMillis())
                 lastError = nil
             case let .failure(error) where error.name == "org.bluez.Error.AlreadyExists":
-                registration.registerAnswered(.alreadyExists, at: Self.nowMillis())
+                registration.registerAnswered(.alreadyExists, at: monotonicMillis())
             case let .failure(error):
-                registration.registerAnswered(.failed, at: Self.nowMillis())
+                registration.registerAnswered(.failed, at: monotonicMillis())
                 lastError = "advertising: \(error)"
             }
             reconcile()
@@ -562,7 +527,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         let callbacks = BusCallbacks(onMessage: { [unowned self] message in
             // Release: bluetoothd dropped it (adapter gone, bluetoothd stopping, a timeout).
             note("bluez: advertisement released")
-            registration.released(at: Self.nowMillis())
+            registration.released(at: monotonicMillis())
             reconcile()
             return handoff_bus_reply_empty(message)
         }, onProperty: { [unowned self] property, reply in
@@ -707,7 +672,7 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         stopping = true
         guard connection != nil, current != nil else { return finishStopping() }
         // Not while bluetoothd may still be refreshing it (AdvertisementRegistration).
-        let quiet = registration.state != .off ? registration.quietMillis(at: Self.nowMillis()) : 0
+        let quiet = registration.state != .off ? registration.quietMillis(at: monotonicMillis()) : 0
         loop.after(millis: quiet) { [self] in sendGoodbyes() }
     }
 

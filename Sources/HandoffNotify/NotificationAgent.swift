@@ -62,8 +62,7 @@ public final class NotificationAgent: @unchecked Sendable {
     private var refreshAtMillis: UInt64?
     /// The bus's socket as the loop watches it (sd-bus owns the descriptor), sd-bus's own
     /// timeout, and the agent's next refresh or panel retry.
-    private var busWatch: EventLoop.Watch?
-    private var busDeadline: EventLoop.Deadline?
+    private var onLoop = BusOnLoop()
     private var tickDeadline: EventLoop.Deadline?
     private var stopped = false
     private var signalWatch: EventLoop.Watch?
@@ -150,20 +149,14 @@ public final class NotificationAgent: @unchecked Sendable {
 
     // MARK: - On the loop
 
-    /// Messages sd-bus dispatches per turn before the loop serves its other descriptors.
-    static let messagesPerTurn = 64
-
     /// After anything happened: lets sd-bus dispatch what arrived, runs what is due, and asks the
     /// loop to call again when the bus's socket is ready, its timeout due, or a refresh or the
     /// panel item's retry is.
     private func turn() {
         guard !stopped, let bus else { return }
-        var more = false
+        let more: Bool
         do throws(BusError) {
-            for _ in 0..<Self.messagesPerTurn {
-                more = try bus.process()
-                if !more || stopped { break }
-            }
+            more = try BusOnLoop.dispatch(bus) { !stopped }
         } catch {
             log("the session bus failed (\(error)); stopping")
             return finish()
@@ -176,19 +169,10 @@ public final class NotificationAgent: @unchecked Sendable {
             requests.add(.refresh)
         }
         panelItem?.tick(nowMillis: now)
-        var interest: EventLoop.Interest = []
-        if bus.events & Int16(POLLIN) != 0 { interest.insert(.readable) }
-        if bus.events & Int16(POLLOUT) != 0 { interest.insert(.writable) }
-        if let busWatch {
-            busWatch.update(interest)
-        } else if let watch = try? loop.watch(borrowing: bus.fileDescriptor, interest, handler: { [self] _ in turn() }) {
-            busWatch = watch
-        } else {
+        guard onLoop.rearm(bus, on: loop, turn: { [self] in turn() }) else {
             log("cannot watch the session bus; stopping")
             return finish()
         }
-        if let busDeadline { loop.cancel(busDeadline) }
-        busDeadline = bus.timeoutMillis.map { millis in loop.after(millis: UInt64(millis)) { [self] in turn() } }
         if let tickDeadline { loop.cancel(tickDeadline) }
         tickDeadline = [refreshAtMillis, panelItem?.retryAtMillis].compactMap { $0 }.min().map { at in
             loop.after(millis: at > now ? at - now : 0) { [self] in turn() }
@@ -202,9 +186,8 @@ public final class NotificationAgent: @unchecked Sendable {
         guard !stopped else { return }
         for id in book.shownIDs + pairingBook.shownIDs { close(id) }
         stopped = true
-        busWatch?.close()
-        busWatch = nil
-        for deadline in [busDeadline, tickDeadline].compactMap({ $0 }) { loop.cancel(deadline) }
+        onLoop.release(on: loop)
+        if let tickDeadline { loop.cancel(tickDeadline) }
         panelItem = nil // it holds the connection too
         bus = nil
         signalWatch?.close()

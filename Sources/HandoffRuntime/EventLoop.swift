@@ -26,9 +26,11 @@ public final class EventLoop: Sendable {
         public static let writable = Interest(rawValue: EPOLLOUT.rawValue)
     }
 
-    /// What was ready, as the handler is called.
+    /// What was ready, as the handler is called, and the watch it is for (a handler that is done,
+    /// a child that ended, closes it).
     public struct Readiness: Sendable {
         public let events: UInt32
+        public let watch: Watch
         public var isReadable: Bool { events & EPOLLIN.rawValue != 0 }
         public var isWritable: Bool { events & EPOLLOUT.rawValue != 0 }
         /// The peer hung up: reading says how.
@@ -247,7 +249,7 @@ public final class EventLoop: Sendable {
                     }
                     // Looked up now: a handler earlier in this batch may have closed this one.
                     guard let registration = state.withLock({ $0.registrations[event.data.u64] }) else { continue }
-                    registration.handler(Readiness(events: event.events))
+                    registration.handler(Readiness(events: event.events, watch: registration.watch))
                 }
             }
             // Deadlines after taking the posted work: work posted after the clock moved runs

@@ -112,19 +112,13 @@ public enum ChildProcess {
             Threads.start("wait \(pid)") { handler(waitForExit(pid)) }
             return
         }
-        let watch = Locked<EventLoop.Watch?>(nil)
-        let ended = Locked(false)
         do {
-            let registered = try loop.watch(pidfd) { _ in
-                // Readable once the child has ended: waitpid does not block then.
-                guard !ended.withLock({ $0 }) else { return }
-                ended.withLock { $0 = true }
-                watch.withLock { $0 }?.close()
+            _ = try loop.watch(pidfd) { ready in
+                // Readable once the child has ended: waitpid does not block then. Closed first, on
+                // the loop, so the handler runs once.
+                ready.watch.close()
                 handler(waitForExit(pid))
             }
-            watch.withLock { $0 = registered }
-            // It may have ended before the watch was stored: the handler then could not close it.
-            if ended.withLock({ $0 }) { registered.close() }
         } catch {
             close(pidfd)
             Threads.start("wait \(pid)") { handler(waitForExit(pid)) }

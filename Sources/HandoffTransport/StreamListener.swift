@@ -183,13 +183,11 @@ public final class StreamListener: Sendable {
     public func run(name: String, limits: ConnectionLimits, loop: EventLoop = .shared,
                     handler: @escaping @Sendable (StreamConnection) -> Void) {
         handshakes.withLock { $0 = limits.handshakeRate.map { TokenBucket(rate: $0, nowMillis: monotonicMillis()) } }
-        let started = watch.withLock { watch -> EventLoop.Watch? in
-            guard watch == nil, !stopped.load(ordering: .acquiring) else { return nil }
+        // When the loop cannot take it (no memory for epoll), it stays unstarted: `deinit` closes it.
+        watch.withLock { watch in
+            guard watch == nil, !stopped.load(ordering: .acquiring) else { return }
             watch = try? loop.watch(fd) { [self] _ in acceptWaiting(name: name, limits: limits, loop: loop, handler: handler) }
-            return watch
         }
-        // The loop could not take it (no memory for epoll): close it as an unstarted listener would.
-        if started == nil, watch.withLock({ $0 == nil }) { stop() }
     }
 
     /// On the loop: accepts what is waiting, at most `acceptsPerTurn`, and starts serving each.
