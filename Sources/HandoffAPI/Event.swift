@@ -80,8 +80,9 @@ public struct TransferWaiting: JSONCodable {
     }
 }
 
-/// One event, typed. `Event(json:)` is the only reader of event JSON and `json` the only writer.
-public enum Event: Equatable, Sendable {
+/// One event, typed. Its JSON is Swift's Codable for the enum through `JSONValueCoding`, flattened:
+/// the case's name under `"event"` beside its fields.
+public enum Event: Codable, Equatable, Sendable {
     case peerAppeared(peer: String, name: String)
     case peerLeft(peer: String)
     case summaryReceived(peer: String, offer: OfferInfo)
@@ -168,102 +169,19 @@ public enum Event: Equatable, Sendable {
         return 0
     }
 
-    public var json: JSONValue {
-        var fields: [String: JSONValue] = ["event": .string(name.rawValue)]
-        switch self {
-        case let .peerAppeared(peer, name), let .paired(peer, name), let .pairable(peer, name), let .unpaired(peer, name):
-            fields["peer"] = .string(peer)
-            fields["name"] = .string(name)
-        case let .pairingCode(event): return Self.named(.pairingCode, event.json)
-        case let .pairingEnded(session, peer, name, error):
-            fields["session"] = .integer(session)
-            fields["peer"] = .string(peer)
-            fields["name"] = .string(name)
-            fields["error"] = error.json
-        case let .peerLeft(peer), let .summaryWithdrawn(peer), let .near(peer):
-            fields["peer"] = .string(peer)
-        case let .summaryReceived(peer, offer):
-            fields["peer"] = .string(peer)
-            fields["offer"] = offer.json
-        case let .declined(peer, type):
-            fields["peer"] = .string(peer)
-            fields["type"] = .string(type)
-        case let .willContinue(acceptID, peer, type, deliverTo):
-            fields["acceptId"] = .integer(acceptID)
-            fields["peer"] = .string(peer)
-            fields["type"] = .string(type)
-            fields["deliverTo"] = .string(deliverTo)
-        case let .continued(event): return Self.named(.continued, event.json)
-        case let .failed(acceptID, peer, type, error, deliverTo):
-            fields["acceptId"] = .integer(acceptID)
-            fields["peer"] = .string(peer)
-            fields["type"] = .string(type)
-            fields["error"] = error.json
-            fields.put("deliverTo", deliverTo.map { .string($0) })
-        case let .progress(event): return Self.named(.progress, event.json)
-        case let .transferWaiting(event): return Self.named(.transferWaiting, event.json)
-        case let .transferResumed(acceptID, peer, fromByte):
-            fields["acceptId"] = .integer(acceptID)
-            fields["peer"] = .string(peer)
-            fields["fromByte"] = .integer(fromByte)
-        case let .payloadServed(peer, type, sequence):
-            fields["peer"] = .string(peer)
-            fields["type"] = .string(type)
-            fields["sequence"] = .integer(sequence)
-        case let .activityEnded(type, reason):
-            fields["type"] = .string(type)
-            fields["reason"] = .string(reason)
-        case .enabled, .disabled:
-            break
-        }
-        return .object(fields)
-    }
+    /// The event's line: its fields and `"event"`, its name.
+    public var json: JSONValue { JSONValueCoding.encode(self, tag: "event") }
 
-    /// An event carried by a struct: its fields and the event's name.
-    private static func named(_ name: EventName, _ json: JSONValue) -> JSONValue {
-        guard case var .object(fields) = json else { return json }
-        fields["event"] = .string(name.rawValue)
-        return .object(fields)
-    }
+    // The wire's names where a case's labels differ from them.
+    enum WillContinueCodingKeys: String, CodingKey { case acceptID = "acceptId", peer, type, deliverTo }
+    enum FailedCodingKeys: String, CodingKey { case acceptID = "acceptId", peer, type, error, deliverTo }
+    enum TransferResumedCodingKeys: String, CodingKey { case acceptID = "acceptId", peer, fromByte }
 
     /// Reads an event line's fields. nil for an event this client does not know
     /// (a newer daemon may add events; clients skip them).
     public init?(json: JSONValue) throws(HandoffError) {
         guard let text = json["event"]?.stringValue else { throw Fields.failure(.internal, "an event without \"event\".") }
-        guard let name = EventName(rawValue: text) else { return nil }
-        let fields = try Fields(json, context: "the \(text) event", code: .internal)
-        switch name {
-        case .peerAppeared: self = .peerAppeared(peer: try fields.string("peer"), name: try fields.string("name"))
-        case .peerLeft: self = .peerLeft(peer: try fields.string("peer"))
-        case .summaryReceived:
-            self = .summaryReceived(peer: try fields.string("peer"), offer: try OfferInfo(fields: fields.object("offer", "an offer")))
-        case .summaryWithdrawn: self = .summaryWithdrawn(peer: try fields.string("peer"))
-        case .declined: self = .declined(peer: try fields.string("peer"), type: try fields.string("type"))
-        case .willContinue:
-            self = .willContinue(acceptID: try fields.integer("acceptId"), peer: try fields.string("peer"),
-                                 type: try fields.string("type"), deliverTo: try fields.string("deliverTo"))
-        case .continued: self = .continued(try ContinuedEvent(fields: fields))
-        case .failed:
-            self = .failed(acceptID: try fields.integer("acceptId"), peer: try fields.string("peer"), type: try fields.string("type"),
-                           error: try fields.error("error"), deliverTo: try fields.optionalString("deliverTo"))
-        case .progress: self = .progress(try TransferProgress(fields: fields))
-        case .transferWaiting: self = .transferWaiting(try TransferWaiting(fields: fields))
-        case .transferResumed:
-            self = .transferResumed(acceptID: try fields.integer("acceptId"), peer: try fields.string("peer"),
-                                    fromByte: try fields.integer("fromByte"))
-        case .payloadServed:
-            self = .payloadServed(peer: try fields.string("peer"), type: try fields.string("type"), sequence: try fields.integer("sequence"))
-        case .activityEnded: self = .activityEnded(type: try fields.string("type"), reason: try fields.string("reason"))
-        case .paired: self = .paired(peer: try fields.string("peer"), name: try fields.string("name"))
-        case .pairable: self = .pairable(peer: try fields.string("peer"), name: try fields.string("name"))
-        case .unpaired: self = .unpaired(peer: try fields.string("peer"), name: try fields.string("name"))
-        case .pairingCode: self = .pairingCode(try PairingCodeEvent(fields: fields))
-        case .pairingEnded:
-            self = .pairingEnded(session: try fields.integer("session"), peer: try fields.string("peer"), name: try fields.string("name"),
-                                 error: try fields.error("error"))
-        case .near: self = .near(peer: try fields.string("peer"))
-        case .enabled: self = .enabled
-        case .disabled: self = .disabled
-        }
+        guard EventName(rawValue: text) != nil else { return nil }
+        self = try JSONValueCoding.decode(Event.self, from: json, tag: "event", context: "the \(text) event")
     }
 }

@@ -20,10 +20,41 @@ public enum JSONValueCoding {
 
     public static func decode<T: Decodable>(_ type: T.Type, from json: JSONValue, context: String,
                                             code: HandoffError.Code = .internal) throws(HandoffError) -> T {
+        try decode(type, from: json, context: context, code: code, hiddenLevels: 0)
+    }
+}
+
+extension JSONValueCoding {
+    /// A tagged union (`Event`, `Request`, `HostMessage`) in its flat JSON form: the case's name
+    /// under `tag` beside the case's fields. The enum's Codable is Swift's own (`{case: {fields}}`),
+    /// so no case is written or read by hand; a case whose one value is unlabeled carries a struct
+    /// whose fields are the case's (see `unlabeledValue`).
+    public static func encode(_ value: some Encodable, tag: String) -> JSONValue {
+        guard case let .object(outer) = encode(value), outer.count == 1, let (name, inner) = outer.first,
+              case var .object(fields) = inner else {
+            preconditionFailure("\(type(of: value)) is not an enum with Swift's own Codable")
+        }
+        fields[tag] = .string(name)
+        return .object(fields)
+    }
+
+    /// Reads a tagged union's case named by `tag`; the caller has checked that the name is known.
+    public static func decode<T: Decodable>(_ type: T.Type, from json: JSONValue, tag: String, context: String,
+                                            code: HandoffError.Code = .internal) throws(HandoffError) -> T {
+        guard case var .object(fields) = json, let name = fields.removeValue(forKey: tag)?.stringValue else {
+            throw Fields.failure(code, "\(context) has no \"\(tag)\".")
+        }
+        // The case's own name is not a field of the message: errors name fields from the message's top.
+        return try decode(type, from: [name: .object(fields)], context: context, code: code, hiddenLevels: 1)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from json: JSONValue, context: String, code: HandoffError.Code,
+                                     hiddenLevels: Int) throws(HandoffError) -> T {
         do {
             return try T(from: ValueDecoder(value: json, codingPath: []))
         } catch let error as ValueDecodingError {
-            let path = error.path.isEmpty ? context : "\(context).\(error.path)"
+            let keys = error.keys.dropFirst(hiddenLevels)
+            let path = keys.isEmpty ? context : "\(context).\(ValueDecodingError.dotted(keys))"
             throw Fields.failure(code, error.problem(at: path))
         } catch {
             throw Fields.failure(code, "\(context) cannot be read: \(error).")
@@ -31,15 +62,23 @@ public enum JSONValueCoding {
     }
 }
 
+/// The key Swift's synthesized Codable gives an enum case's unlabeled value. The one such value
+/// of a case is written as the case's own fields, and read from them: `continued(ContinuedEvent)`
+/// is `{"event": "continued", "acceptId": ...}`, not `{..., "_0": {...}}`.
+private let unlabeledValue = "_0"
+
 /// What went wrong, and where (dotted keys and [indices]).
 struct ValueDecodingError: Error {
-    var path: String
+    var keys: [any CodingKey]
     var expected: String?
 
     init(_ codingPath: [any CodingKey], expected: String?) {
-        path = codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
-            .replacing(".[", with: "[")
+        keys = codingPath.filter { $0.stringValue != unlabeledValue || $0.intValue != nil }
         self.expected = expected
+    }
+
+    static func dotted(_ keys: ArraySlice<any CodingKey>) -> String {
+        keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".").replacing(".[", with: "[")
     }
 
     func problem(at place: String) -> String {
@@ -139,7 +178,14 @@ private struct KeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 
     mutating func encode(_ value: some Encodable, forKey key: Key) throws {
-        put(key, try encoded(value, codingPath: codingPath + [key]))
+        let child = try encoded(value, codingPath: codingPath + [key])
+        if key.stringValue == unlabeledValue, key.intValue == nil, case let .object(fields) = child.kind,
+           case var .object(own) = box.kind {
+            own.merge(fields) { _, value in value }
+            box.kind = .object(own)
+            return
+        }
+        put(key, child)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
@@ -312,6 +358,9 @@ private struct KeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decodeNil(forKey key: Key) throws -> Bool { !contains(key) }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        if key.stringValue == unlabeledValue, key.intValue == nil, fields[unlabeledValue] == nil {
+            return try decodeValue(type, from: .object(fields), codingPath: codingPath + [key])
+        }
         // A field that holds any JSON (proximity), or is written as null when empty, reads so when absent.
         if !contains(key) {
             if let null = JSONValue.null as? T { return null }

@@ -236,46 +236,27 @@ public enum Request: Equatable, Sendable {
         return text
     }
 
-    /// The request's fields, `op` included.
-    public var json: JSONValue {
-        var fields: [String: JSONValue] = ["op": .string(op.rawValue)]
+    /// The request's fields, `op` included: Swift's Codable for the enum, flattened.
+    public var json: JSONValue { JSONValueCoding.encode(self, tag: "op") }
+
+    // The wire's names where a case's labels differ from them.
+    enum DeclareCodingKeys: String, CodingKey { case app, types, desktopID = "desktopId", payloads }
+}
+
+/// A request is written by Swift's Codable but read by `Request.decode`: it comes from another
+/// program, so each op checks its fields one by one (defaults, ranges, either-or) and says
+/// which is wrong in the words of Docs/LOCAL-API.md.
+extension Request: Encodable {}
+
+extension Request.PublishBody: Encodable {
+    enum CodingKeys: String, CodingKey { case activity, payloadFd }
+
+    public func encode(to encoder: any Encoder) throws {
+        var fields = encoder.container(keyedBy: CodingKeys.self)
         switch self {
-        case .hello, .list, .status, .id, .pairable, .devices, .enable, .disable, .declarations:
-            break
-        case let .publish(.json(activity), publisher):
-            fields["activity"] = activity.json
-            fields.put("publisher", publisher.map { .string($0) })
-        case let .publish(.descriptor(index), publisher):
-            fields["payloadFd"] = .integer(Int64(index))
-            fields.put("publisher", publisher.map { .string($0) })
-        case let .becomeCurrent(publisher), let .resign(publisher), let .invalidate(publisher):
-            fields.put("publisher", publisher.map { .string($0) })
-        case let .accept(peer, requireApp, payload):
-            fields["peer"] = .string(peer)
-            if requireApp { fields["requireApp"] = true }
-            if payload { fields["payload"] = true }
-        case let .decline(peer), let .untrust(peer): fields["peer"] = .string(peer)
-        case let .pair(peer, address):
-            fields.put("peer", peer.map { .string($0) })
-            fields.put("address", address.map { .string($0) })
-        case let .pairListen(seconds), let .pairOpen(seconds): fields["timeoutSeconds"] = .integer(seconds)
-        case let .pairConfirm(session, accept):
-            fields["session"] = .integer(session)
-            fields["accept"] = .bool(accept)
-        case let .doctor(peer): fields.put("peer", peer.map { .string($0) })
-        case let .declare(app, types, desktopID, payloads):
-            fields["app"] = .string(app)
-            fields["types"] = .array(types.map { .string($0) })
-            fields.put("desktopId", desktopID.map { .string($0) })
-            if payloads { fields["payloads"] = true }
-        case let .subscribe(payloads):
-            if payloads { fields["payloads"] = true }
-        case let .awaitStream(sequence): fields["sequence"] = .integer(Int64(clamping: sequence))
-        case let .openStream(peer, sequence):
-            fields.put("peer", peer.map { .string($0) })
-            fields["sequence"] = .integer(Int64(clamping: sequence))
+        case let .json(activity): try fields.encode(activity.json, forKey: .activity)
+        case let .descriptor(index): try fields.encode(index, forKey: .payloadFd)
         }
-        return .object(fields)
     }
 }
 

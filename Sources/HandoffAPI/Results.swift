@@ -216,7 +216,7 @@ public struct HelloResult: JSONCodable {
 }
 
 /// A reply line: `{id, ok: true, result}` or `{id, ok: false, error}`.
-public struct Reply: Equatable, Sendable {
+public struct Reply: JSONCodable {
     public var id: JSONValue?
     public var outcome: Result<JSONValue, HandoffError>
     /// Descriptors attached to the line (their indices are named in the result, e.g. `payloadFd`).
@@ -228,17 +228,34 @@ public struct Reply: Equatable, Sendable {
         descriptorCount = if case let .success(result) = outcome, result["payloadFd"] != nil { 1 } else { 0 }
     }
 
-    public var json: JSONValue {
+    enum CodingKeys: String, CodingKey { case id, ok, result, error }
+
+    public init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: CodingKeys.self)
+        let id = try fields.decodeIfPresent(JSONValue.self, forKey: .id)
+        if try fields.decode(Bool.self, forKey: .ok) {
+            self.init(id: id, outcome: .success(try fields.decode(JSONValue.self, forKey: .result)))
+        } else {
+            self.init(id: id, outcome: .failure(try fields.decode(HandoffError.self, forKey: .error)))
+        }
+    }
+
+    /// `id` is written as null when the request had none, so every reply has the same keys.
+    public func encode(to encoder: any Encoder) throws {
+        var fields = encoder.container(keyedBy: CodingKeys.self)
+        try fields.encode(id ?? .null, forKey: .id)
         switch outcome {
-        case let .success(result): ["id": id ?? .null, "ok": true, "result": result]
-        case let .failure(error): ["id": id ?? .null, "ok": false, "error": error.json]
+        case let .success(result):
+            try fields.encode(true, forKey: .ok)
+            try fields.encode(result, forKey: .result)
+        case let .failure(error):
+            try fields.encode(false, forKey: .ok)
+            try fields.encode(error, forKey: .error)
         }
     }
 
     public init(json: JSONValue) throws(HandoffError) {
-        let fields = try Fields(json, context: "the reply", code: .internal)
-        let ok = try fields.bool("ok")
-        self.init(id: fields["id"], outcome: ok ? .success(fields["result"] ?? .null) : .failure(try fields.error("error")))
+        self = try JSONValueCoding.decode(Reply.self, from: json, context: "the reply")
     }
 }
 

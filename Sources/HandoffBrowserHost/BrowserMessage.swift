@@ -1,3 +1,4 @@
+import HandoffAPI
 import HandoffCore
 
 /// Which browser family started the host. Each publishes and continues its own
@@ -30,7 +31,7 @@ public enum BrowserFamily: String, Sendable, CaseIterable {
 }
 
 /// The tab the extension reports: the active tab of the focused, non-private window.
-public struct TabState: Equatable, Sendable {
+public struct TabState: Codable, Equatable, Sendable {
     public var url: String
     public var title: String
     public var scrollX: Int64
@@ -152,8 +153,8 @@ public enum ExtensionMessage: Equatable, Sendable {
     }
 }
 
-/// Messages from the host to the extension.
-public enum HostMessage: Equatable, Sendable {
+/// Messages from the host to the extension: the case's name under `"type"` beside its fields.
+public enum HostMessage: Encodable, Equatable, Sendable {
     /// Open this page in a new tab of the front window and scroll it there.
     case `continue`(TabState)
     /// The tab is offered (`current`) or no longer (`resign`).
@@ -161,15 +162,9 @@ public enum HostMessage: Equatable, Sendable {
     /// A message was refused, or handoffd refused it; nothing changed.
     case error(HandoffError)
 
-    public var json: JSONValue {
-        switch self {
-        case let .continue(tab):
-            ["type": "continue", "url": .string(tab.url), "title": .string(tab.title),
-             "scrollX": .integer(tab.scrollX), "scrollY": .integer(tab.scrollY)]
-        case let .done(what):
-            ["type": "ok", "done": .string(what)]
-        case let .error(error):
-            ["type": "error", "code": .string(error.code.rawValue), "message": .string(error.message), "fix": .string(error.fix)]
-        }
-    }
+    // `{"type": "ok", "done": "current"}`: the extension's names.
+    enum CodingKeys: String, CodingKey { case `continue`, done = "ok", error }
+    enum DoneCodingKeys: String, CodingKey { case _0 = "done" }
+
+    public var json: JSONValue { JSONValueCoding.encode(self, tag: "type") }
 }

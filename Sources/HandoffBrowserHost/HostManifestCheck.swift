@@ -40,10 +40,6 @@ public enum HostManifestCheck {
         public var status: String
         public var evidence: String
         public var fix: String
-
-        public var json: JSONValue {
-            ["browser": .string(browser), "status": .string(status), "evidence": .string(evidence), "fix": .string(fix)]
-        }
     }
 
     /// One finding per browser. `read` gives a file's text (nil when absent), `exists` whether a

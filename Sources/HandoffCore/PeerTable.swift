@@ -1,5 +1,5 @@
 /// Why a received announcement or summary was dropped. Counted, shown by `status`.
-public struct DropCounters: Equatable, Sendable {
+public struct DropCounters: Codable, Equatable, Sendable {
     public var malformed = 0
     public var unsigned = 0
     public var badSignature = 0
@@ -16,16 +16,6 @@ public struct DropCounters: Equatable, Sendable {
     public var tooMany = 0
 
     public init() {}
-
-    public var json: JSONValue {
-        .object([
-            "malformed": .integer(Int64(malformed)), "unsigned": .integer(Int64(unsigned)),
-            "badSignature": .integer(Int64(badSignature)), "expired": .integer(Int64(expired)),
-            "replayed": .integer(Int64(replayed)), "untrusted": .integer(Int64(untrusted)),
-            "unsealed": .integer(Int64(unsealed)), "undecryptable": .integer(Int64(undecryptable)),
-            "overBudget": .integer(Int64(overBudget)), "tooMany": .integer(Int64(tooMany)),
-        ])
-    }
 }
 
 /// A trusted device currently announcing itself, and what it offers.

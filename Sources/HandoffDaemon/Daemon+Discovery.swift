@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import HandoffAPI
 import HandoffCore
 import HandoffCrypto
 import HandoffMDNS
@@ -54,7 +55,7 @@ extension Daemon {
         case let .announcement(bytes, host, path):
             let before = peers.drops
             receiveAnnouncement(bytes, from: host, path: path, nowMillis: now)
-            if peers.drops != before { log.debug("dropped announcement from \(host) (\(path.rawValue)): \(peers.drops.json.encodedLine())") }
+            if peers.drops != before { log.debug("dropped announcement from \(host) (\(path.rawValue)): \(JSONValueCoding.encode(peers.drops).encodedLine())") }
         case let .serviceFound(sighting):
             // Anyone on the link can publish services: a bounded number are kept (Discovery.found).
             guard discovery.found(sighting) == .changed else { return peers.recordDrop(\.tooMany) }

@@ -320,7 +320,7 @@ extension Daemon {
             socket: configuration.socketPath, stateDirectory: configuration.stateDirectory,
             uptimeSeconds: Int64((clock.monotonicMillis() - startedAtMillis) / 1000), discovery: paths,
             peers: Int64(peers.peers.values.filter { discovery.isNear($0.key, nowMillis: clock.wallMillis()) }.count),
-            trustedDevices: Int64(trust.entries.count), drops: peers.drops.json, budgets: budgetStatus(), current: current,
+            trustedDevices: Int64(trust.entries.count), drops: JSONValueCoding.encode(peers.drops), budgets: budgetStatus(), current: current,
             publishers: publisherList, mdns: mdnsStatus(), bluetooth: bluetoothStatusOnAir(),
             // Disabled, the current activity is kept but offered to nobody.
             enabled: settings.enabled, offering: settings.enabled && published != nil,

@@ -85,4 +85,33 @@ private struct Message: Codable, Equatable {
         #expect(IdentityInfo(deviceID: "D", publicKey: "k", name: "n").json["deviceId"] == "D")
         #expect(PairingResult(peer: "P", name: "n").json["paired"] == true)
     }
+
+    @Test func dropCountersKeepTheirNames() {
+        var drops = DropCounters()
+        drops.malformed = 1
+        drops.tooMany = 9
+        #expect(JSONValueCoding.encode(drops) == ["malformed": 1, "unsigned": 0, "badSignature": 0, "expired": 0, "replayed": 0,
+                                                  "untrusted": 0, "unsealed": 0, "undecryptable": 0, "overBudget": 0, "tooMany": 9])
+    }
+
+    /// A tagged union's case is its fields beside the tag; errors name fields from the message's top.
+    @Test func aTaggedUnionIsFlatAndItsErrorsNameTheField() {
+        let event = Event.continued(ContinuedEvent(acceptID: 4, peer: "P", activity: ActivityHeader(Activity(type: "t.a", title: "x")),
+                                                   deliverTo: "terminal", payloadBytes: 1))
+        #expect(event.json["acceptId"] == 4)
+        #expect(event.json["_0"] == nil)
+        #expect(Event.enabled.json == ["event": "enabled"])
+        do {
+            _ = try Event(json: ["event": "willContinue", "acceptId": 1, "peer": "P", "type": "t.a"])
+            Issue.record("a willContinue without deliverTo was read")
+        } catch {
+            #expect(error.message.contains("the willContinue event.deliverTo is missing"))
+        }
+        do {
+            _ = try Event(json: ["event": "continued", "acceptId": "four"])
+            Issue.record("a continued event with a text acceptId was read")
+        } catch {
+            #expect(error.message.contains("the continued event.acceptId needs an integer"))
+        }
+    }
 }

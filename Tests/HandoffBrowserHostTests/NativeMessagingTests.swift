@@ -94,6 +94,15 @@ import Testing
         #expect(try TabState(continuing: odd).scrollY == 0)
         #expect(throws: HandoffError.self) { try TabState(continuing: Activity(type: "x.y", title: "t")) }
     }
+
+    /// The extension's own names (extension/background.js reads them), written by Codable.
+    @Test func hostMessagesKeepTheExtensionsShape() {
+        func line(_ message: HostMessage) -> String { String(decoding: JSONWriter.line(message.json).dropLast(), as: UTF8.self) }
+        #expect(line(.continue(TabState(url: "https://a.org/", title: "A", scrollX: 3, scrollY: 400)))
+            == #"{"scrollX":3,"scrollY":400,"title":"A","type":"continue","url":"https://a.org/"}"#)
+        #expect(line(.done("current")) == #"{"done":"current","type":"ok"}"#)
+        #expect(line(.error(HandoffError(.declined, "m", fix: "f"))) == #"{"code":"declined","fix":"f","message":"m","type":"error"}"#)
+    }
 }
 
 @Suite struct HostStateTests {

@@ -365,15 +365,6 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
         #expect(peer.hosts.first == hostA)
         #expect(table.drops.tooMany == 5_000 - (PeerTable.maximumHostsPerPeer - 1))
     }
-
-    @Test func dropCountersAsJSON() {
-        let json = counters(malformed: 1, unsigned: 2, badSignature: 3, expired: 4, replayed: 5, untrusted: 6,
-                            unsealed: 7, undecryptable: 8).json
-        #expect(json == ["malformed": 1, "unsigned": 2, "badSignature": 3, "expired": 4, "replayed": 5, "untrusted": 6,
-                         "unsealed": 7, "undecryptable": 8, "overBudget": 0, "tooMany": 0])
-        #expect(DropCounters().json == ["malformed": 0, "unsigned": 0, "badSignature": 0, "expired": 0, "replayed": 0,
-                                        "untrusted": 0, "unsealed": 0, "undecryptable": 0, "overBudget": 0, "tooMany": 0])
-    }
 }
 
 @Suite struct PeerTableOfferTests {
