@@ -60,7 +60,7 @@ extension Daemon {
             return !path.state.hasPrefix("no ") && !path.state.hasPrefix("closed")
         }.map(\.name)
         e.brokenPaths = networkPaths.map { "\($0.name): \($0.state)" }.joined(separator: "; ")
-        e.linksUp = MulticastDiscovery.linksUp(named: configuration.interface)
+        e.linksUp = fixed.interfaces.current().linksUp(named: configuration.interface)
         e.transferPort = server.port
         e.pairedNames = trust.entries.values.map(\.name)
         e.declaredTypes = clients.declarations.allTypes().sorted()

@@ -174,12 +174,12 @@ extension Daemon {
 
     /// Connects to the first reachable address of `hosts` and completes the handshake.
     nonisolated static func connect(hosts: [String], port: UInt16, peerName: String, identity: Identity,
-                                    purpose: Handshake.Purpose, secrets: PairSecrets?,
+                                    purpose: Handshake.Purpose, secrets: PairSecrets?, interfaces: InterfaceTable? = nil,
                                     timeoutMillis: Int, connectMillis: Int? = nil) throws(HandoffError) -> SecureChannel {
         var failure = HandoffError(.network, "\(peerName) announced no address to connect to.",
                                    fix: "Wait for its next announcement and try again.")
         // A link without a carrier keeps its routes (the kernel marks them linkdown): try the live ones first.
-        for host in RouteCheck.liveFirst(hosts) {
+        for host in RouteCheck.liveFirst(hosts, interfaces: interfaces) {
             let connection: StreamConnection
             do {
                 let address = try SocketAddress(host: host, port: port)
@@ -207,7 +207,8 @@ extension Daemon {
     /// offer's expiry; the digest covers the whole payload at the end.
     nonisolated static func fetch(offer: SignedSummary, firstRoute: PeerRoute? = nil, route: @Sendable () -> PeerRoute, peerName: String,
                                   identity: Identity, secrets: PairSecrets, timeoutMillis: Int,
-                                  events: FetchEvents = FetchEvents(), links: FetchLinks? = nil) -> (Result<FetchedPayload, HandoffError>, FetchTiming) {
+                                  events: FetchEvents = FetchEvents(), links: FetchLinks? = nil,
+                                  interfaces: InterfaceCache? = nil) -> (Result<FetchedPayload, HandoffError>, FetchTiming) {
         var timing = FetchTiming()
         let summary = offer.summary
         let reception = PayloadReception(summary: summary)
@@ -225,10 +226,11 @@ extension Daemon {
                     throw HandoffError(.notCurrent, "\(peerName) moved on to another activity while the transfer was cut.",
                                        fix: fix(forRefusal: .notCurrent, peerName: peerName))
                 }
+                let table = interfaces?.current()
                 let channel = try connect(hosts: peer.hosts, port: peer.port, peerName: peerName, identity: identity,
-                                          purpose: .fetch, secrets: secrets, timeoutMillis: timeoutMillis,
+                                          purpose: .fetch, secrets: secrets, interfaces: table, timeoutMillis: timeoutMillis,
                                           connectMillis: resuming ? resumeConnectMillis : nil)
-                let link = links?.register(channel.connection)
+                let link = links?.register(channel.connection, interfaces: table)
                 defer {
                     if let link { links?.unregister(link) }
                     channel.close()
@@ -378,7 +380,7 @@ extension Daemon {
         let (peerKey, name, secrets) = (peer.key, peer.name, pairSecrets(for: peer.key))
         let fallback = PeerRoute(hosts: peer.hosts, port: peer.transferPort, offeredSequence: offer.summary.sequence)
         let events = transferEvents(acceptID: acceptID, peer: peer, type: type)
-        let links = accepts.links
+        let (links, interfaces) = (accepts.links, fixed.interfaces)
         let (fetched, timing) = await onThread(name: "fetch") { () -> (Result<FetchedPayload, HandoffError>, FetchTiming) in
             guard let secrets else {
                 return (.failure(HandoffError(.trust, "\(name) was paired by an older handoff version; this version needs the keys a new pairing exchanges.",
@@ -388,7 +390,7 @@ extension Daemon {
             // resume asks the actor again, since the peer may have moved.
             let (result, timing) = Daemon.fetch(offer: offer, firstRoute: fallback, route: { waitFor { await self.route(to: peerKey) } ?? fallback },
                                                 peerName: name, identity: identity, secrets: secrets, timeoutMillis: timeout,
-                                                events: events, links: links)
+                                                events: events, links: links, interfaces: interfaces)
             if case let .success(fetched) = result {
                 self.log.info("fetched \(fetched.buffer.count) payload bytes of type \(type) in \(Int(timing.transferMillis)) ms; \(timing.resumes) resumes, \(timing.refetchedBytes) bytes fetched again")
             }

@@ -26,6 +26,8 @@ public actor Daemon {
         /// thread to read without a trip to the actor; nil after the paired set changed, until
         /// the actor derives them again.
         let handshakeCandidates = Locked<[(key: DeviceKey, secrets: PairSecrets)]?>(nil)
+        /// The interfaces, read again after each route netlink message (the network watcher's).
+        let interfaces = InterfaceCache()
     }
 
     let fixed: Fixed
@@ -158,7 +160,7 @@ public actor Daemon {
             clients.declarations.disk.watch { watcher.changes() }
         }
         sources.timer = WakeTimer(loop: loop) { [self] in Task { await self.wake() } }
-        sources.networkWatcher = NetworkChangeWatcher { [self] in Task { await self.networkChanged() } }
+        sources.networkWatcher = NetworkChangeWatcher(interfaces: fixed.interfaces) { [self] in Task { await self.networkChanged() } }
         try startDiscovery()
         discovery.multicast?.refreshInterfaces()
         // Nobody is known yet: every paired device gets a first contact, which it answers.
@@ -222,7 +224,7 @@ public actor Daemon {
     func networkChanged() {
         // A transfer over a link that went away moves now (it resumes over one that works),
         // not after the 3 s without bytes that tells a stall.
-        let moved = accepts.links.cut(keeping: Set(MulticastDiscovery.linksUp(named: nil)).union(["lo"]))
+        let moved = accepts.links.cut(keeping: Set(fixed.interfaces.current().linksUp(named: nil)).union(["lo"]))
         if moved > 0 { log.info("a link went away under \(moved) transfer(s): resuming them over another") }
         let changed = discovery.multicast?.refreshInterfaces() ?? true
         guard changed else { return }

@@ -16,8 +16,9 @@ final class FetchLinks: Sendable {
     private let links = Locked<[Int: Link]>([:])
     private let nextID = Locked(0)
 
-    func register(_ connection: StreamConnection) -> Int {
-        let interface = connection.remoteHost.flatMap { RouteCheck.way(toward: $0)?.interface }
+    /// `interfaces` names the link of a peer on a connected subnet without a route lookup.
+    func register(_ connection: StreamConnection, interfaces: InterfaceTable? = nil) -> Int {
+        let interface = connection.remoteHost.flatMap { host in interfaces?.onLink(host)?.interface ?? RouteCheck.way(toward: host)?.interface }
         let id = nextID.withLock { value in
             value += 1
             return value

@@ -142,22 +142,7 @@ public final class MulticastDiscovery: DiscoveryPath {
     /// Non-loopback interfaces (or the named one) that are up, have a carrier and an IP
     /// address: none means this host has no network link (cable out, Wi-Fi off).
     public static func linksUp(named wanted: String?) -> [String] {
-        var list: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&list) == 0 else { return [] }
-        defer { freeifaddrs(list) }
-        var names = Set<String>()
-        var cursor = list
-        while let entry = cursor {
-            cursor = entry.pointee.ifa_next
-            let flags = Int32(entry.pointee.ifa_flags)
-            let name = String(cString: entry.pointee.ifa_name)
-            // Loopback counts only when it is the interface handoffd was told to use (tests, one machine).
-            guard flags & Int32(IFF_LOOPBACK) == 0 || wanted == name, flags & Int32(IFF_UP) != 0, flags & Int32(IFF_RUNNING) != 0,
-                  wanted == nil || wanted == name, let address = entry.pointee.ifa_addr,
-                  [AF_INET, AF_INET6].contains(Int32(address.pointee.sa_family)) else { continue }
-            names.insert(name)
-        }
-        return names.sorted()
+        InterfaceTable.read().linksUp(named: wanted)
     }
 
     /// Every non-loopback interface (or the named one) with its running flag and

@@ -165,10 +165,19 @@ public enum RouteCheck {
         return Way(interface: String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), linkDown: route.linkDown)
     }
 
-    /// `hosts` with those the kernel has no live route to (no carrier, no route) moved last, in order otherwise.
-    public static func liveFirst(_ hosts: [String]) -> [String] {
+    /// `hosts` with those the kernel has no live route to (no carrier, no route) moved last, in order
+    /// otherwise. A host on a connected subnet is judged from `interfaces` (no carrier on its link);
+    /// only the others cost a route lookup, and every accept's fetch asks first.
+    public static func liveFirst(_ hosts: [String], interfaces: InterfaceTable? = nil) -> [String] {
         guard hosts.count > 1 else { return hosts }
-        let live = hosts.map { way(toward: $0).map { !$0.linkDown } ?? false }
+        var socket: RouteSocket?
+        let live = hosts.map { host in
+            if let onLink = interfaces?.onLink(host) { return onLink.running }
+            if socket == nil { socket = RouteSocket() }
+            guard let socket, let (family, address, scope) = NeighbourProbe.parse(host),
+                  case let .success(route) = socket.lookupRoute(family: family, address: address, interface: scope) else { return false }
+            return route.outputInterface != nil && !route.linkDown
+        }
         return zip(hosts, live).filter(\.1).map(\.0) + zip(hosts, live).filter { !$0.1 }.map(\.0)
     }
 }
