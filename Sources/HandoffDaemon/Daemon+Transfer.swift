@@ -91,7 +91,11 @@ extension Daemon {
         let first = try channel.receive()
         channel.connection.setDeadline(millisFromNow: nil)
         if case let .fetch(request) = first {
-            reply = waitFor { await self.answer(request, from: requester, remote: channel.connection.remote) }
+            let admission = admit(request, from: requester)
+            // Counted, logged and told to subscribers on the actor; the payload does not wait for that.
+            let remote = channel.connection.remote
+            Task { await self.record(admission, from: requester, remote: remote, offset: request.offset) }
+            reply = admission.frame
             offset = Int(request.offset)
         } else {
             reply = .refusal(.init(code: .invalidRequest, message: "expected a fetch request"))
@@ -117,22 +121,35 @@ extension Daemon {
     /// Decides what a fetch gets: the payload only for a paired device (proven
     /// by the handshake) that cites the summary that is current right now. The
     /// whole payload is returned; the caller sends it from the request's offset.
-    func answer(_ request: TransferFrame.FetchRequest, from requester: DeviceKey, remote: String) -> TransferFrame {
+    /// Decided on the fetch's own thread from `Fixed.servable`, which the actor keeps.
+    nonisolated func admit(_ request: TransferFrame.FetchRequest, from requester: DeviceKey) -> TransferServer.Admission {
+        let servable = fixed.servable.withLock { $0 }
+        let facts = TransferServer.Request(purpose: .fetch, cited: request, requesterTrusted: servable.trusted.contains(requester),
+                                           enabled: servable.enabled, hostName: configuration.name, ownKey: identity.publicKey,
+                                           nowMillis: clock.wallMillis())
+        return TransferServer.admission(facts, current: servable.current)
+    }
+
+    /// What a served fetch's decision leaves behind: the counters, the log and `payloadServed`.
+    func record(_ admission: TransferServer.Admission, from requester: DeviceKey, remote: String, offset: UInt64) {
         let requesterID = Ed25519.deviceID(of: requester)
-        let current: PublishedActivity
-        switch TransferServer.admission(transferRequest(.fetch, citing: request, from: requester), current: published) {
-        case let .admit(admitted):
-            current = admitted
+        switch admission {
+        case let .admit(current):
+            server.countServed()
+            log.info("serving activity of type \(current.activity.type) to \(requesterID) from byte \(offset)")
+            broadcast(.payloadServed(peer: requesterID.description, type: current.activity.type,
+                                     sequence: Int64(clamping: current.activity.sequence)))
         case let .refuse(refusal):
             server.countRefused()
             log.info("refused fetch from \(requesterID) at \(remote): \(refusal.code.rawValue)")
-            return .refusal(refusal)
         }
-        server.countServed()
-        log.info("serving activity of type \(current.activity.type) to \(requesterID) from byte \(request.offset)")
-        broadcast(.payloadServed(peer: requesterID.description, type: current.activity.type,
-                                 sequence: Int64(clamping: current.activity.sequence)))
-        return .payload(current.payload)
+    }
+
+    /// `admit` and `record` in one step, on the actor (tests).
+    func answer(_ request: TransferFrame.FetchRequest, from requester: DeviceKey, remote: String) -> TransferFrame {
+        let admission = admit(request, from: requester)
+        record(admission, from: requester, remote: remote, offset: request.offset)
+        return admission.frame
     }
 
     // MARK: - Receiver

@@ -28,6 +28,15 @@ public actor Daemon {
         let handshakeCandidates = Locked<[(key: DeviceKey, secrets: PairSecrets)]?>(nil)
         /// The interfaces, read again after each route netlink message (the network watcher's).
         let interfaces = InterfaceCache()
+        /// What a served fetch is decided by, as the actor last changed it (its observers on
+        /// trust, settings and offering), so a fetch's thread decides without a trip to the actor.
+        let servable = Locked(Servable())
+    }
+
+    struct Servable: Sendable {
+        var current: PublishedActivity?
+        var enabled = false
+        var trusted: Set<DeviceKey> = []
     }
 
     let fixed: Fixed
@@ -42,11 +51,17 @@ public actor Daemon {
     nonisolated var loop: EventLoop { fixed.configuration.loop }
     nonisolated var clock: any LoopClock { fixed.configuration.loop.clock }
 
-    var trust: TrustStore
-    var settings: Settings
+    var trust: TrustStore {
+        didSet { fixed.servable.withLock { $0.trusted = Set(trust.entries.keys) } }
+    }
+    var settings: Settings {
+        didSet { fixed.servable.withLock { $0.enabled = settings.enabled } }
+    }
     var peers: PeerTable
     /// What this host offers, the sequences it says it with and who hears it next (Offering).
-    var offering: Offering
+    var offering: Offering {
+        didSet { fixed.servable.withLock { $0.current = offering.current } }
+    }
     /// Hints, tokens and secrets of the paired devices for the current period (PeriodKeys).
     var keys = PeriodKeys()
     var pairing = PairingState()
@@ -94,6 +109,9 @@ public actor Daemon {
         if let start = offering.replayToSave(highest: loaded.highest) {
             try start.save(to: stateDirectory)
             offering.replaySaved(start)
+        }
+        fixed.servable.withLock { [trusted, settings, offering] in
+            $0 = Servable(current: offering.current, enabled: settings.enabled, trusted: Set(trusted.entries.keys))
         }
         if created { log.info("created a new identity, device id \(identity.deviceID)") }
     }

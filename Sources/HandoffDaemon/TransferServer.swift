@@ -33,9 +33,17 @@ struct TransferServer {
     /// The current activity if `request` may have it, else the refusal to send. A fetch or a
     /// stream must cite the current summary exactly (sender, sequence and digest) while it has
     /// not expired; a resume may not start past the end; a stream needs an activity published for streams.
-    enum Admission {
+    enum Admission: Sendable {
         case admit(PublishedActivity)
         case refuse(TransferFrame.Refusal)
+
+        /// What the fetching device hears: the whole payload (sent from its offset) or the refusal.
+        var frame: TransferFrame {
+            switch self {
+            case let .admit(current): .payload(current.payload)
+            case let .refuse(refusal): .refusal(refusal)
+            }
+        }
     }
 
     static func admission(_ request: Request, current: PublishedActivity?) -> Admission {

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import HandoffAPI
 import HandoffCore
 import HandoffCrypto
 @testable import HandoffDaemon
@@ -774,6 +775,36 @@ private let readerActivity = Activity(type: "org.example.reader.document", title
         }
         #expect(await daemon.answer(current, from: beta.publicKey, remote: "test") == .payload(published.payload))
         #expect(await daemon.server.refused == 4)
+    }
+
+    /// A served fetch is decided on its own thread from what the actor last said (`Fixed.servable`):
+    /// switching off, resigning and untrusting each show in the very next decision.
+    @Test func aServedFetchSeesEveryChangeAtOnce() async throws {
+        let test = try TestDaemon(trusting: [beta])
+        defer { test.remove() }
+        let daemon = test.daemon
+        func request() async throws -> TransferFrame.FetchRequest {
+            let summary = try #require(await daemon.published).summary.summary
+            return TransferFrame.FetchRequest(summarySender: summary.senderKey, summarySequence: summary.sequence,
+                                              payloadDigest: summary.payloadDigest)
+        }
+        func handle(_ request: Request) async throws {
+            let (client, server) = try connectedPair()
+            defer { client.close(); server.close() }
+            if case let .failure(error)? = await daemon.handle(request, payloadActivity: nil, id: nil, connection: server) { throw error }
+        }
+        let published = try await daemon.publish(readerActivity)
+        #expect(daemon.admit(try await request(), from: beta.publicKey).frame == .payload(published.payload))
+        try await handle(.disable)
+        #expect(daemon.admit(try await request(), from: beta.publicKey).frame.refusalCode == .enabled)
+        try await handle(.enable)
+        let current = try await request()
+        #expect(daemon.admit(current, from: beta.publicKey).frame.refusalCode == nil)
+        try await handle(.invalidate(publisher: nil))
+        #expect(daemon.admit(current, from: beta.publicKey).frame.refusalCode == .notCurrent)
+        _ = try await daemon.publish(readerActivity)
+        try await handle(.untrust(peer: beta.publicKey.hex))
+        #expect(daemon.admit(try await request(), from: beta.publicKey).frame.refusalCode == .trust)
     }
 
     /// A resume gets the payload (sent from its offset by `serveFetch`) while the
