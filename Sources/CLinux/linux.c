@@ -30,7 +30,7 @@ int handoff_memfd_is_sealed(int fd) {
     return (seals & HANDOFF_SEALS) == HANDOFF_SEALS ? 1 : 0;
 }
 
-ssize_t handoff_send_with_fds(int socket, const void *bytes, size_t length, const int *fds, int count) {
+ssize_t handoff_send_with_fds(int socket, const void *bytes, size_t length, const int *fds, int count, int flags) {
     if (count < 0 || count > HANDOFF_MAX_PASSED_FDS || length == 0) {
         errno = EINVAL;
         return -1;
@@ -51,10 +51,10 @@ ssize_t handoff_send_with_fds(int socket, const void *bytes, size_t length, cons
         header->cmsg_len = CMSG_LEN(sizeof(int) * count);
         memcpy(CMSG_DATA(header), fds, sizeof(int) * count);
     }
-    return sendmsg(socket, &message, MSG_NOSIGNAL);
+    return sendmsg(socket, &message, MSG_NOSIGNAL | flags);
 }
 
-ssize_t handoff_recv_with_fds(int socket, void *bytes, size_t length, int *fds, int capacity, int *count, int *truncated) {
+ssize_t handoff_recv_with_fds(int socket, void *bytes, size_t length, int *fds, int capacity, int *count, int *truncated, int flags) {
     union {
         char buffer[CMSG_SPACE(sizeof(int) * 16)];
         struct cmsghdr align;
@@ -64,7 +64,7 @@ ssize_t handoff_recv_with_fds(int socket, void *bytes, size_t length, int *fds, 
                               .msg_control = control.buffer, .msg_controllen = sizeof control.buffer };
     *count = 0;
     *truncated = 0;
-    ssize_t received = recvmsg(socket, &message, MSG_CMSG_CLOEXEC);
+    ssize_t received = recvmsg(socket, &message, MSG_CMSG_CLOEXEC | flags);
     if (received < 0) return received;
     if (message.msg_flags & MSG_CTRUNC) *truncated = 1;
     for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {

@@ -134,19 +134,19 @@ extension Daemon {
     /// the `.desktop` file id it was started from (HandoffKit passes $HANDOFF_DESKTOP_ID
     /// back), or by an app name that is that id; never by the file's display name.
     func deliverPending(to connection: StreamConnection, app: String, desktopID: String?, types: Set<String>) {
-        guard let sink = clients.subscribers.sink(of: connection) else { return }
+        guard let session = clients.subscribers.session(of: connection) else { return }
         for delivery in accepts.takeAppWaits(app: app, desktopID: desktopID, types: types) {
             log.info("handing the continuation of \(delivery.type) to \(app), which was started for it")
             // Addressed to the name it declared with, which its .desktop file's Name= need not be.
             for event in delivery.events {
                 switch event {
                 case let .willContinue(acceptID, peer, type, _):
-                    _ = sink.send(.willContinue(acceptID: acceptID, peer: peer, type: type, deliverTo: app))
+                    _ = session.send(.willContinue(acceptID: acceptID, peer: peer, type: type, deliverTo: app))
                 case var .continued(continued):
                     continued.deliverTo = app
-                    _ = LocalClients.sendContinued(continued, payload: delivery.payload, to: sink, app: app)
+                    _ = LocalClients.sendContinued(continued, payload: delivery.payload, to: session, app: app)
                 default:
-                    _ = sink.send(event)
+                    _ = session.send(event)
                 }
             }
             delivery.waiter.resume(returning: .success(ObjectIdentifier(connection)))

@@ -21,62 +21,76 @@ extension Daemon {
         var payload: PayloadBuffer?
     }
 
-    /// Runs on the client's own thread: read a line, decode it, hand it to the actor, write the reply.
-    nonisolated func serveLocalClient(_ connection: StreamConnection) {
-        defer {
-            connection.close()
-            waitFor { await self.unsubscribe(connection) }
+    /// On the loop: a local client connected. Its request lines come one at a time (`LocalSession`);
+    /// when it goes, its subscription and declarations end and its place in the limits is freed.
+    nonisolated func serveLocalClient(_ connection: StreamConnection, release: @escaping @Sendable () -> Void) {
+        let session = LocalSession(connection: connection, loop: loop, stallMillis: UInt64(Self.localSendTimeoutMillis))
+        session.start(onLine: { [self] session, line in received(line, on: session) }, onClose: { [self] session in
+            release()
+            Task { await self.unsubscribe(session.connection) }
+        })
+    }
+
+    /// Lines longer than this are decoded on a thread of their own, not on the loop.
+    static let loopDecodingBytes = 16 * 1024
+
+    /// One request line, on the loop: decoded there when short, else on a thread; then handled
+    /// on the actor, which queues the reply (`reply(to:payloadActivity:session:)`).
+    private nonisolated func received(_ line: [UInt8], on session: LocalSession) {
+        if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\r") }) { return session.requestDone() }
+        guard line.count <= Self.loopDecodingBytes else {
+            return Threads.start("local API request") { [self] in decode(line, on: session, onLoop: false) }
         }
-        // A client whose socket stays full this long has stopped reading: it is
-        // disconnected rather than holding a writer (and its events) forever.
-        try? connection.setSendTimeout(millis: Self.localSendTimeoutMillis)
-        while true {
-            let line: [UInt8]?
-            do {
-                line = try connection.readLine(maxBytes: Self.maximumRequestBytes)
-            } catch {
-                if error.errno == EMSGSIZE {
-                    let reply = Reply(id: nil, outcome: .failure(.invalidRequest("The request is longer than \(Self.maximumRequestBytes) bytes.")))
-                    try? connection.write(JSONWriter.line(reply.json))
-                }
-                return
-            }
-            guard let line else { return }
-            if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\r") }) { continue }
-            let reply: Reply?
-            var attached: PayloadBuffer?
-            switch RequestEnvelope.decode(line: line) {
-            case let .failure(failure):
-                // Whatever descriptors the bad line declared are taken and closed, so the next line gets its own.
-                for descriptor in (try? connection.takeDescriptors(failure.descriptorCount)) ?? [] { close(descriptor) }
-                reply = Reply(id: failure.id, outcome: .failure(failure.error))
-            case let .success(envelope):
-                do throws(HandoffError) {
-                    let activity = try Self.publishedPayload(envelope.request, connection: connection)
-                    let request = envelope.request
-                    let handled = waitFor { await self.handle(request, payloadActivity: activity, id: envelope.id, connection: connection) }
-                    switch handled {
-                    case nil: reply = nil
-                    case let .success(answer)?:
-                        attached = answer.payload
-                        reply = Reply(id: envelope.id, outcome: .success(answer.result))
-                    case let .failure(error)?:
-                        reply = Reply(id: envelope.id, outcome: .failure(error))
-                    }
-                } catch {
-                    reply = Reply(id: envelope.id, outcome: .failure(error))
-                }
-            }
-            guard let reply else { continue }
-            let bytes = JSONWriter.line(reply.json)
-            // After awaitStream or openStream succeeded, the connection carries the stream's bytes (Daemon+Streams).
-            if let relay = StreamRelay.claim(connection) { return relay.serveApp(reply: bytes) }
-            // The payload stays mapped here until the kernel has passed its descriptor on.
-            let sent = withExtendedLifetime(attached) {
-                (try? connection.write(bytes, passing: attached.map { [$0.descriptorForPassing] } ?? [])) != nil
-            }
-            guard sent else { return }
+        decode(line, on: session, onLoop: true)
+    }
+
+    private nonisolated func decode(_ line: [UInt8], on session: LocalSession, onLoop: Bool) {
+        let envelope: RequestEnvelope
+        switch RequestEnvelope.decode(line: line) {
+        case let .failure(failure):
+            // Whatever descriptors the bad line declared are taken and closed, so the next line gets its own.
+            for descriptor in (try? session.connection.takeDescriptors(failure.descriptorCount)) ?? [] { close(descriptor) }
+            session.send(line: JSONWriter.line(Reply(id: failure.id, outcome: .failure(failure.error)).json))
+            return session.requestDone()
+        case let .success(decoded):
+            envelope = decoded
         }
+        // A published payload is checked (and copied once) on a thread, never on the loop or the actor.
+        if onLoop, envelope.request.descriptorCount > 0 {
+            return Threads.start("local API request") { [self] in hand(envelope, on: session) }
+        }
+        hand(envelope, on: session)
+    }
+
+    private nonisolated func hand(_ envelope: RequestEnvelope, on session: LocalSession) {
+        do throws(HandoffError) {
+            let activity = try Self.publishedPayload(envelope.request, connection: session.connection)
+            Task { await self.reply(to: envelope, payloadActivity: activity, session: session) }
+        } catch {
+            session.send(line: JSONWriter.line(Reply(id: envelope.id, outcome: .failure(error)).json))
+            session.requestDone()
+        }
+    }
+
+    /// Handles one request and queues its reply (with the payload it attaches), then lets the
+    /// session read the next line. After awaitStream or openStream succeeded the connection
+    /// carries the stream's bytes (Daemon+Streams): the relay takes it, with the reply.
+    func reply(to envelope: RequestEnvelope, payloadActivity: EncodedActivity?, session: LocalSession) async {
+        let reply: Reply
+        var attached: PayloadBuffer?
+        switch await handle(envelope.request, payloadActivity: payloadActivity, id: envelope.id, session: session) {
+        case nil:
+            return session.requestDone()
+        case let .success(answer)?:
+            attached = answer.payload
+            reply = Reply(id: envelope.id, outcome: .success(answer.result))
+        case let .failure(error)?:
+            reply = Reply(id: envelope.id, outcome: .failure(error))
+        }
+        let bytes = JSONWriter.line(reply.json)
+        if let relay = StreamRelay.claim(session.connection) { return session.handOver { relay.serveApp(reply: bytes) } }
+        session.send(line: bytes, payload: attached)
+        session.requestDone()
     }
 
     /// A publish by descriptor: adopts the sealed memfd (its size checked before it
@@ -111,9 +125,9 @@ extension Daemon {
     /// Never throws: a bad request gets an error and changes nothing. nil when
     /// the reply was already sent (subscribe).
     func handle(_ request: Request, payloadActivity: EncodedActivity?, id: JSONValue?,
-                connection: StreamConnection) async -> Result<LocalReply, HandoffError>? {
+                session: LocalSession) async -> Result<LocalReply, HandoffError>? {
         do throws(HandoffError) {
-            guard let result = try await perform(request, payloadActivity: payloadActivity, id: id, connection: connection) else { return nil }
+            guard let result = try await perform(request, payloadActivity: payloadActivity, id: id, session: session) else { return nil }
             return .success(result)
         } catch {
             return .failure(error)
@@ -122,7 +136,8 @@ extension Daemon {
 
     /// The dispatch table: one handler per request case (exhaustive, so a new op cannot go unhandled).
     private func perform(_ request: Request, payloadActivity: EncodedActivity?, id: JSONValue?,
-                         connection: StreamConnection) async throws(HandoffError) -> LocalReply? {
+                         session: LocalSession) async throws(HandoffError) -> LocalReply? {
+        let connection = session.connection
         func plain(_ result: some JSONCodable) -> LocalReply { LocalReply(result: result.json) }
         switch request {
         case .hello: return plain(HelloResult())
@@ -159,9 +174,9 @@ extension Daemon {
         case let .awaitStream(sequence): return plain(try await awaitStream(sequence: sequence, connection: connection))
         case let .openStream(peer, sequence): return plain(try await openStream(peer: peer, sequence: sequence, connection: connection))
         case let .subscribe(payloads):
-            let (sink, declared) = clients.subscribe(connection, payloads: payloads)
-            // Through the sink, so the reply comes before the first event.
-            _ = sink.send(line: JSONWriter.line(Reply(id: id, outcome: .success(SubscribedResult().json)).json))
+            let declared = clients.subscribe(session, payloads: payloads)
+            // Queued in this step, so the reply comes before the first event.
+            session.send(line: JSONWriter.line(Reply(id: id, outcome: .success(SubscribedResult().json)).json))
             if let declared {
                 deliverPending(to: connection, app: declared.app, desktopID: declared.desktopID, types: declared.types)
             }

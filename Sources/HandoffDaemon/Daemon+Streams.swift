@@ -98,7 +98,7 @@ extension Daemon {
 
     /// A connection that carries a stream must carry nothing else: no events in the middle of the bytes.
     private func requireDedicated(_ connection: StreamConnection, op: String) throws(HandoffError) {
-        guard clients.subscribers.sink(of: connection) == nil else {
+        guard clients.subscribers.session(of: connection) == nil else {
             throw .invalidRequest("\(op) needs a connection of its own: this one is subscribed to events.")
         }
     }

@@ -203,7 +203,9 @@ public actor Daemon {
         do {
             let listener = try StreamListener.unix(path: path)
             sources.localAPI = listener
-            listener.run(name: "local API", limits: Self.localConnectionLimits) { [self] connection in serveLocalClient(connection) }
+            listener.serveOnLoop(limits: Self.localConnectionLimits, loop: loop) { [self] connection, release in
+                serveLocalClient(connection, release: release)
+            }
         } catch {
             throw HandoffError(.storage, "Cannot listen on \(path): \(error).",
                                fix: error.errno == EADDRINUSE ? "Another handoffd runs with this socket; stop it or pass another --socket."
@@ -223,16 +225,16 @@ public actor Daemon {
         for path in discovery.paths { path.stop() }
         server.listener?.stop()
         unlink(configuration.socketPath)
-        return ShutdownHandle(sinks: clients.subscribers.removeAll())
+        return ShutdownHandle(sessions: clients.subscribers.removeAll())
     }
 
     /// What is left to do after `shutdown()`, on the caller's thread.
     public struct ShutdownHandle: Sendable {
-        let sinks: [EventSink]
+        let sessions: [LocalSession]
 
         /// Gives subscribers at most `millis` to take their last events, then disconnects them.
         public func finish(withinMillis millis: Int) {
-            EventSink.finish(sinks, withinMillis: millis)
+            LocalSession.finish(sessions, withinMillis: millis)
         }
     }
 

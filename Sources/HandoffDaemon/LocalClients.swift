@@ -9,22 +9,17 @@ struct LocalClients {
     var subscribers = Subscribers()
     var declarations = AppDeclarations()
 
-    /// `subscribe`: the connection's sink, taking payloads when it asks now or asked when it declared.
-    mutating func subscribe(_ connection: StreamConnection, payloads: Bool) -> (sink: EventSink, declared: AppDeclarations.Registration?) {
-        let declared = declarations.registered[ObjectIdentifier(connection)]
-        let sink = subscribers.add(connection, wantsPayloads: payloads || declared?.payloads == true)
-        return (sink, declared)
+    /// `subscribe`: the session takes events, and payloads when it asks now or asked when it declared.
+    mutating func subscribe(_ session: LocalSession, payloads: Bool) -> AppDeclarations.Registration? {
+        let declared = declarations.registered[ObjectIdentifier(session.connection)]
+        subscribers.add(session, wantsPayloads: payloads || declared?.payloads == true)
+        return declared
     }
 
     /// `declare`: held while the connection stays open; a subscribed connection takes payloads now if it asks.
     mutating func declare(_ connection: StreamConnection, _ registration: AppDeclarations.Registration) {
         declarations.registered[ObjectIdentifier(connection)] = registration
-        if registration.payloads { subscribers.sink(of: connection)?.wantsPayloads = true }
-    }
-
-    /// The app a sink's connection declared as, if it declared.
-    func app(of sink: EventSink) -> String? {
-        declarations.registered[ObjectIdentifier(sink.connection)]?.app
+        if registration.payloads { subscribers.session(of: connection)?.wantsPayloads = true }
     }
 
     /// The connection closed. True when it had declared types (an app quit).
@@ -33,21 +28,21 @@ struct LocalClients {
         return declarations.registered.removeValue(forKey: ObjectIdentifier(connection)) != nil
     }
 
-    /// `continued` to every sink but `skipped`'s connection: the payload goes (by descriptor)
+    /// `continued` to every session but `skipped`'s connection: the payload goes (by descriptor)
     /// only to the app it is delivered to, and only when that app asked for payloads.
     mutating func broadcastContinued(_ event: ContinuedEvent, payload: PayloadBuffer, except skipped: ObjectIdentifier?) {
-        // A copy: the sinks are being changed (a gone one leaves) while each is looked up.
+        // A copy: the sessions are being changed (a gone one leaves) while each is looked up.
         let registered = declarations.registered
-        subscribers.send(except: skipped) { sink in
-            Self.sendContinued(event, payload: payload, to: sink, app: registered[ObjectIdentifier(sink.connection)]?.app)
+        subscribers.send(except: skipped) { session in
+            Self.sendContinued(event, payload: payload, to: session, app: registered[ObjectIdentifier(session.connection)]?.app)
         }
     }
 
-    /// One `continued` to one sink, whose connection declared as `app` (nil: not an app).
-    static func sendContinued(_ event: ContinuedEvent, payload: PayloadBuffer, to sink: EventSink, app: String?) -> Bool {
-        guard sink.wantsPayloads, app == event.deliverTo else { return sink.send(.continued(event)) }
+    /// One `continued` to one session, whose connection declared as `app` (nil: not an app).
+    static func sendContinued(_ event: ContinuedEvent, payload: PayloadBuffer, to session: LocalSession, app: String?) -> Bool {
+        guard session.wantsPayloads, app == event.deliverTo else { return session.send(.continued(event)) }
         var carrying = event
         carrying.payloadFd = 0
-        return sink.send(.continued(carrying), payload: payload)
+        return session.send(.continued(carrying), payload: payload)
     }
 }

@@ -2,43 +2,38 @@ import HandoffAPI
 import HandoffCore
 import HandoffTransport
 
-/// The local connections that take events, one sink per connection. A sink that is gone or
-/// hopelessly behind (EventSink.send returns false) leaves at the next event.
+/// The local sessions that take events, one per connection. A session that is gone or
+/// hopelessly behind (LocalSession.send returns false) leaves at the next event.
 struct Subscribers {
-    private var sinks: [ObjectIdentifier: EventSink] = [:]
+    private var sessions: [ObjectIdentifier: LocalSession] = [:]
 
-    var all: Dictionary<ObjectIdentifier, EventSink>.Values { sinks.values }
+    var all: Dictionary<ObjectIdentifier, LocalSession>.Values { sessions.values }
 
-    /// The connection's sink: a new one, or the one it already has (subscribing twice
-    /// must not bring every event twice), which then takes payloads if asked now.
-    mutating func add(_ connection: StreamConnection, wantsPayloads: Bool) -> EventSink {
-        if let sink = sinks[ObjectIdentifier(connection)] {
-            if wantsPayloads { sink.wantsPayloads = true }
-            return sink
-        }
-        let sink = EventSink(connection: connection, wantsPayloads: wantsPayloads)
-        sinks[ObjectIdentifier(connection)] = sink
-        return sink
+    /// Subscribing twice must not bring every event twice: the session is kept once, and
+    /// takes payloads from now on if it asks now.
+    mutating func add(_ session: LocalSession, wantsPayloads: Bool) {
+        if wantsPayloads { session.wantsPayloads = true }
+        sessions[ObjectIdentifier(session.connection)] = session
     }
 
-    func sink(of connection: StreamConnection) -> EventSink? {
-        sinks[ObjectIdentifier(connection)]
+    func session(of connection: StreamConnection) -> LocalSession? {
+        sessions[ObjectIdentifier(connection)]
     }
 
     mutating func remove(_ connection: StreamConnection) {
-        sinks.removeValue(forKey: ObjectIdentifier(connection))
+        sessions.removeValue(forKey: ObjectIdentifier(connection))
     }
 
-    /// Every sink, which leave: the daemon is stopping.
-    mutating func removeAll() -> [EventSink] {
-        defer { sinks.removeAll() }
-        return Array(sinks.values)
+    /// Every session, which leave: the daemon is stopping.
+    mutating func removeAll() -> [LocalSession] {
+        defer { sessions.removeAll() }
+        return Array(sessions.values)
     }
 
-    /// One encoded line to every sink but `skipped`'s connection; `send` says whether the sink took it.
-    mutating func send(except skipped: ObjectIdentifier? = nil, _ send: (EventSink) -> Bool) {
-        for (id, sink) in sinks where id != skipped && !send(sink) {
-            sinks.removeValue(forKey: id)
+    /// One message to every session but `skipped`'s connection; `send` says whether the session took it.
+    mutating func send(except skipped: ObjectIdentifier? = nil, _ send: (LocalSession) -> Bool) {
+        for (id, session) in sessions where id != skipped && !send(session) {
+            sessions.removeValue(forKey: id)
         }
     }
 

@@ -214,7 +214,7 @@ public final class StreamConnection: Sendable {
             guard !isClosed else { throw SystemError("sendmsg", errno: EPIPE) }
             let first = try systemCall("sendmsg") {
                 bytes.withUnsafeBytes { raw in
-                    descriptors.withUnsafeBufferPointer { handoff_send_with_fds(fd, raw.baseAddress, raw.count, $0.baseAddress, Int32($0.count)) }
+                    descriptors.withUnsafeBufferPointer { handoff_send_with_fds(fd, raw.baseAddress, raw.count, $0.baseAddress, Int32($0.count), 0) }
                 }
             }
             var sent = first
@@ -297,9 +297,9 @@ public final class StreamConnection: Sendable {
         }
     }
 
-    private func fill(_ state: inout ReadState, wanted: Int) throws(SystemError) {
+    private func fill(_ state: inout ReadState, wanted: Int, flags: Int32 = 0) throws(SystemError) {
         guard !isClosed else { throw SystemError("recv", errno: ECONNRESET) }
-        try waitForDeadline()
+        if flags & Int32(MSG_DONTWAIT) == 0 { try waitForDeadline() }
         if wanted > state.scratch.count, state.scratch.count < Self.maximumScratchBytes {
             state.scratch = [UInt8](repeating: 0, count: Self.maximumScratchBytes)
         }
@@ -311,7 +311,7 @@ public final class StreamConnection: Sendable {
             received = try systemCall("recvmsg") {
                 state.scratch.withUnsafeMutableBytes { raw in
                     passed.withUnsafeMutableBufferPointer {
-                        handoff_recv_with_fds(fd, raw.baseAddress, chunk, $0.baseAddress, Int32($0.count), &count, &truncated)
+                        handoff_recv_with_fds(fd, raw.baseAddress, chunk, $0.baseAddress, Int32($0.count), &count, &truncated, flags)
                     }
                 }
             }
@@ -322,12 +322,80 @@ public final class StreamConnection: Sendable {
             }
         } else {
             received = try systemCall("recv") {
-                state.scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, chunk, 0) }
+                state.scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, chunk, flags) }
             }
         }
         guard received > 0 else { throw SystemError("recv", errno: ECONNRESET) }
         state.buffer.append(contentsOf: state.scratch[0..<received])
     }
+
+    // MARK: Without blocking (the event loop's connections)
+
+    /// What one read without blocking found.
+    public enum Arrival: Equatable, Sendable {
+        /// Bytes (and any descriptors with them) were added to the buffer.
+        case bytes
+        /// Nothing is waiting now.
+        case nothing
+        /// The peer closed its end (or reset it) and everything before was read.
+        case ended
+    }
+
+    /// Reads what is waiting (one recv) into the buffer `bufferedLine` takes lines from; never
+    /// blocks. Descriptors are checked as `readLine` checks them. The receive buffer grows only
+    /// while a long line is arriving, so an idle client holds little memory.
+    public func receiveWaiting() throws(SystemError) -> Arrival {
+        try readState.withLock { (state) throws(SystemError) -> Arrival in
+            do throws(SystemError) {
+                try fill(&state, wanted: state.buffer.count >= Self.initialScratchBytes ? 64 * 1024 : Self.initialScratchBytes,
+                         flags: Int32(MSG_DONTWAIT))
+                return .bytes
+            } catch {
+                switch error.errno {
+                case EAGAIN, EWOULDBLOCK, EINTR: return .nothing
+                case ECONNRESET, EPIPE: return .ended
+                default: throw error
+                }
+            }
+        }
+    }
+
+    /// The next complete line already received (without its newline), or nil when none is.
+    /// More than `maxBytes` buffered without a newline is EMSGSIZE, as in `readLine`.
+    public func bufferedLine(maxBytes: Int) throws(SystemError) -> [UInt8]? {
+        try readState.withLock { (state) throws(SystemError) -> [UInt8]? in
+            guard let newline = state.buffer.firstIndex(of: UInt8(ascii: "\n")) else {
+                guard state.buffer.count <= maxBytes else { throw SystemError("read line", errno: EMSGSIZE) }
+                return nil
+            }
+            let line = Array(state.buffer[..<newline])
+            state.buffer.removeFirst(newline + 1)
+            return line
+        }
+    }
+
+    /// Sends what the socket takes now of `bytes` from `offset`, with `descriptors` attached to the
+    /// first byte (only when `offset` is 0); never blocks. How many bytes went, 0 when none could.
+    public func sendWaiting(_ bytes: [UInt8], from offset: Int, passing descriptors: [Int32] = []) throws(SystemError) -> Int {
+        guard offset < bytes.count else { return 0 }
+        return try writeLock.withLock { _ throws(SystemError) -> Int in
+            guard !isClosed else { throw SystemError("send", errno: EPIPE) }
+            let sent = bytes.withUnsafeBytes { raw in
+                if offset == 0, !descriptors.isEmpty {
+                    return descriptors.withUnsafeBufferPointer {
+                        handoff_send_with_fds(fd, raw.baseAddress, raw.count, $0.baseAddress, Int32($0.count), Int32(MSG_DONTWAIT))
+                    }
+                }
+                return send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+            if sent >= 0 { return sent }
+            if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return 0 }
+            throw SystemError("send")
+        }
+    }
+
+    /// The descriptor, for the event loop to watch (borrowed: this connection still closes it).
+    public var descriptor: Int32 { fd }
 
     /// With a deadline set, waits for readable bytes only until it passes.
     private func waitForDeadline() throws(SystemError) {

@@ -182,17 +182,41 @@ public final class StreamListener: Sendable {
     /// called `name connection`. Nothing wakes unless a client connects.
     public func run(name: String, limits: ConnectionLimits, loop: EventLoop = .shared,
                     handler: @escaping @Sendable (StreamConnection) -> Void) {
+        start(limits: limits, loop: loop) { [self] connection, source, serial in
+            Threads.start("\(name) connection") { [self] in
+                handler(connection)
+                connection.close()
+                release(source: source, serial: serial)
+            }
+        }
+    }
+
+    /// As `run`, but each connection is handed over on the loop's thread (`accepted` must not
+    /// block): for connections served on the loop. The connection keeps its place in the limits
+    /// until the `release` it is given is called, once, after it closed.
+    public func serveOnLoop(limits: ConnectionLimits, loop: EventLoop = .shared,
+                            accepted: @escaping @Sendable (StreamConnection, _ release: @escaping @Sendable () -> Void) -> Void) {
+        start(limits: limits, loop: loop) { [self] connection, source, serial in
+            let released = Atomic<Bool>(false)
+            accepted(connection) { [self] in
+                if !released.exchange(true, ordering: .acquiringAndReleasing) { release(source: source, serial: serial) }
+            }
+        }
+    }
+
+    private func start(limits: ConnectionLimits, loop: EventLoop,
+                       serve: @escaping @Sendable (StreamConnection, _ source: String, _ serial: UInt64) -> Void) {
         handshakes.withLock { $0 = limits.handshakeRate.map { TokenBucket(rate: $0, nowMillis: monotonicMillis()) } }
         // When the loop cannot take it (no memory for epoll), it stays unstarted: `deinit` closes it.
         watch.withLock { watch in
             guard watch == nil, !stopped.load(ordering: .acquiring) else { return }
-            watch = try? loop.watch(fd) { [self] _ in acceptWaiting(name: name, limits: limits, loop: loop, handler: handler) }
+            watch = try? loop.watch(fd) { [self] _ in acceptWaiting(limits: limits, loop: loop, serve: serve) }
         }
     }
 
     /// On the loop: accepts what is waiting, at most `acceptsPerTurn`, and starts serving each.
-    private func acceptWaiting(name: String, limits: ConnectionLimits, loop: EventLoop,
-                               handler: @escaping @Sendable (StreamConnection) -> Void) {
+    private func acceptWaiting(limits: ConnectionLimits, loop: EventLoop,
+                               serve: @escaping @Sendable (StreamConnection, _ source: String, _ serial: UInt64) -> Void) {
         for _ in 0..<Self.acceptsPerTurn {
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -221,11 +245,7 @@ public final class StreamListener: Sendable {
                 continue
             }
             if port != 0 { connection.disableNagle() }
-            Threads.start("\(name) connection") { [self] in
-                handler(connection)
-                connection.close()
-                release(source: source, serial: serial)
-            }
+            serve(connection, source, serial)
         }
     }
 

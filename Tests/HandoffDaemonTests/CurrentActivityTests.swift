@@ -16,7 +16,7 @@ import Testing
     private func send(_ test: TestDaemon, _ request: Request) async throws -> JSONValue {
         let (client, server) = try connectedPair()
         defer { client.close(); server.close() }
-        switch await test.daemon.handle(request, payloadActivity: nil, id: nil, connection: server) {
+        switch await test.daemon.handle(request, payloadActivity: nil, id: nil, session: LocalSession(connection: server, loop: .shared)) {
         case let .success(reply)?: return reply.result
         case let .failure(error)?: throw error
         case nil: throw HandoffError(.internal, "no reply", fix: "")
@@ -119,7 +119,7 @@ import Testing
         for request in requests {
             let (client, server) = try connectedPair()
             defer { client.close(); server.close() }
-            guard case let .success(reply)? = await test.daemon.handle(request, payloadActivity: nil, id: nil, connection: server) else {
+            guard case let .success(reply)? = await test.daemon.handle(request, payloadActivity: nil, id: nil, session: LocalSession(connection: server, loop: .shared)) else {
                 Issue.record("\(request.op) failed")
                 continue
             }

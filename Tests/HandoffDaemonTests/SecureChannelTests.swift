@@ -791,7 +791,7 @@ private let readerActivity = Activity(type: "org.example.reader.document", title
         func handle(_ request: Request) async throws {
             let (client, server) = try connectedPair()
             defer { client.close(); server.close() }
-            if case let .failure(error)? = await daemon.handle(request, payloadActivity: nil, id: nil, connection: server) { throw error }
+            if case let .failure(error)? = await daemon.handle(request, payloadActivity: nil, id: nil, session: LocalSession(connection: server, loop: .shared)) { throw error }
         }
         let published = try await daemon.publish(readerActivity)
         #expect(daemon.admit(try await request(), from: beta.publicKey).frame == .payload(published.payload))

@@ -11,13 +11,13 @@ import HandoffRuntime
         try #require(pair.withUnsafeMutableBufferPointer { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, $0.baseAddress) } == 0)
         defer { close(pair[0]); close(pair[1]) }
         let byte: [UInt8] = [0x7B]
-        let sent = [fd].withUnsafeBufferPointer { fds in byte.withUnsafeBytes { handoff_send_with_fds(pair[0], $0.baseAddress, 1, fds.baseAddress, 1) } }
+        let sent = [fd].withUnsafeBufferPointer { fds in byte.withUnsafeBytes { handoff_send_with_fds(pair[0], $0.baseAddress, 1, fds.baseAddress, 1, 0) } }
         try #require(sent == 1)
         var received: [Int32] = [-1, -1, -1, -1]
         var count: Int32 = 0, truncated: Int32 = 0
         var into: [UInt8] = [0]
         let got = received.withUnsafeMutableBufferPointer { fds in
-            into.withUnsafeMutableBytes { handoff_recv_with_fds(pair[1], $0.baseAddress, 1, fds.baseAddress, 4, &count, &truncated) }
+            into.withUnsafeMutableBytes { handoff_recv_with_fds(pair[1], $0.baseAddress, 1, fds.baseAddress, 4, &count, &truncated, 0) }
         }
         try #require(got == 1 && count == 1 && truncated == 0 && into == byte)
         return received[0]

@@ -22,13 +22,15 @@ int handoff_memfd_seal(int fd);
 int handoff_memfd_is_sealed(int fd);
 
 /* sendmsg of `length` bytes with up to `count` descriptors attached
-   (SCM_RIGHTS, count <= HANDOFF_MAX_PASSED_FDS); MSG_NOSIGNAL. Returns bytes sent. */
-ssize_t handoff_send_with_fds(int socket, const void *bytes, size_t length, const int *fds, int count);
+   (SCM_RIGHTS, count <= HANDOFF_MAX_PASSED_FDS); MSG_NOSIGNAL and `flags`
+   (MSG_DONTWAIT on the event loop). Returns bytes sent. */
+ssize_t handoff_send_with_fds(int socket, const void *bytes, size_t length, const int *fds, int count, int flags);
 
 /* recvmsg into `bytes`; descriptors that came with these bytes are stored
    (close-on-exec) in `fds`, their number in `*count`. A message that carried
-   more than `capacity` descriptors has the extras closed and `*truncated` set. */
-ssize_t handoff_recv_with_fds(int socket, void *bytes, size_t length, int *fds, int capacity, int *count, int *truncated);
+   more than `capacity` descriptors has the extras closed and `*truncated` set.
+   `flags`: MSG_DONTWAIT on the event loop, else 0. */
+ssize_t handoff_recv_with_fds(int socket, void *bytes, size_t length, int *fds, int capacity, int *count, int *truncated, int flags);
 
 #define HANDOFF_MAX_PASSED_FDS 4
 

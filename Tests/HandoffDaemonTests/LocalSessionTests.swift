@@ -1,0 +1,140 @@
+import Glibc
+@testable import HandoffDaemon
+import HandoffRuntime
+@testable import HandoffTransport
+import Testing
+
+/// A local client served on an event loop of the test's own: lines one at a time, writes that
+/// never block, and the ways a session ends.
+@Suite struct LocalSessionTests {
+    final class Record: Sendable {
+        let lines = Locked<[String]>([])
+        let arrived = Signals()
+        let ended = Signals()
+
+        func start(_ session: LocalSession) {
+            session.start(onLine: { [self] _, line in
+                lines.withLock { $0.append(String(decoding: line, as: UTF8.self)) }
+                arrived.signal()
+            }, onClose: { [self] _ in ended.signal() })
+        }
+    }
+
+    private func text(_ line: [UInt8]?) -> String? { line.map { String(decoding: $0, as: UTF8.self) } }
+
+    @Test func linesComeOneAtATimeAndAnEndedClientIsClosedAfterItsLastReply() throws {
+        let loop = EventLoop(name: "session test")
+        let (daemonSide, client) = try connectedPair("daemon", "client")
+        defer { client.close() }
+        let session = LocalSession(connection: daemonSide, loop: loop)
+        let record = Record()
+        record.start(session)
+        try client.write(Array("one\ntwo\n".utf8))
+        try #require(record.arrived.wait(millis: 10_000))
+        // The second waits until the first has its reply.
+        #expect(!record.arrived.wait(millis: 100))
+        #expect(record.lines.withLock { $0 } == ["one"])
+        session.send(line: Array("reply one\n".utf8))
+        session.requestDone()
+        try #require(record.arrived.wait(millis: 10_000))
+        #expect(record.lines.withLock { $0 } == ["one", "two"])
+        #expect(text(try client.readLine(maxBytes: 100)) == "reply one")
+        // Half-closed after its requests: it still gets the last reply, then the session ends.
+        client.shutdownWrite()
+        #expect(!record.ended.wait(millis: 100))
+        session.send(line: Array("reply two\n".utf8))
+        session.requestDone()
+        #expect(text(try client.readLine(maxBytes: 100)) == "reply two")
+        #expect(record.ended.wait(millis: 10_000))
+        #expect(session.isClosed)
+    }
+
+    @Test func whatTheSocketCannotTakeIsWrittenWhenTheClientReads() throws {
+        let loop = EventLoop(name: "session test")
+        let (daemonSide, client) = try connectedPair("daemon", "client")
+        defer { client.close() }
+        let session = LocalSession(connection: daemonSide, loop: loop, stallMillis: 60_000)
+        Record().start(session)
+        // Far more than a Unix socket's buffer, queued at once without blocking the sender.
+        let count = 64
+        for index in 0..<count {
+            #expect(session.send(line: Array(String(repeating: "\(index % 10)", count: 64 * 1024 - 1).utf8) + [0x0A]))
+        }
+        for index in 0..<count {
+            let line = try #require(try client.readLine(maxBytes: 64 * 1024))
+            #expect(line.count == 64 * 1024 - 1 && line.allSatisfy { $0 == UInt8(ascii: "0") + UInt8(index % 10) })
+        }
+        #expect(!session.isClosed)
+        session.close()
+    }
+
+    @Test func aClientThatStopsReadingIsDisconnectedAfterTheStall() throws {
+        let loop = EventLoop(name: "session test")
+        let (daemonSide, client) = try connectedPair("daemon", "client")
+        defer { client.close() }
+        let session = LocalSession(connection: daemonSide, loop: loop, stallMillis: 200)
+        let record = Record()
+        record.start(session)
+        for _ in 0..<64 { session.send(line: [UInt8](repeating: 0x41, count: 64 * 1024)) }
+        #expect(record.ended.wait(millis: 10_000))
+        #expect(!session.send(line: Array("late\n".utf8)))
+    }
+
+    @Test func aBacklogOverItsBoundDisconnects() throws {
+        let loop = EventLoop(name: "session test")
+        let (daemonSide, client) = try connectedPair("daemon", "client")
+        defer { client.close() }
+        let session = LocalSession(connection: daemonSide, loop: loop, stallMillis: 60_000)
+        let record = Record()
+        record.start(session)
+        // The socket full, then one message more than the backlog holds.
+        #expect(session.send(line: [UInt8](repeating: 0x41, count: 4 << 20)))
+        for _ in 0..<LocalSession.maximumBacklog - 1 { #expect(session.send(line: Array("{}\n".utf8))) }
+        #expect(!session.send(line: Array("{}\n".utf8)))
+        #expect(record.ended.wait(millis: 10_000))
+    }
+
+    @Test func aLineOverTheLimitIsAnsweredAndEndsTheSession() throws {
+        let loop = EventLoop(name: "session test")
+        let (daemonSide, client) = try connectedPair("daemon", "client")
+        defer { client.close() }
+        let session = LocalSession(connection: daemonSide, loop: loop, maximumLineBytes: 1_000)
+        let record = Record()
+        record.start(session)
+        try client.write([UInt8](repeating: 0x41, count: 5_000))
+        let reply = try #require(text(try client.readLine(maxBytes: 4096)))
+        #expect(reply.contains("longer than 1000 bytes"))
+        #expect(record.ended.wait(millis: 10_000))
+        #expect(record.lines.withLock { $0 }.isEmpty)
+    }
+
+    @Test func aPayloadsDescriptorTravelsWithItsMessage() throws {
+        let loop = EventLoop(name: "session test")
+        let (daemonSide, client) = try connectedPair("daemon", "client")
+        defer { client.close() }
+        let session = LocalSession(connection: daemonSide, loop: loop)
+        Record().start(session)
+        let payload = try PayloadBuffer.create(count: 4)
+        try payload.seal()
+        #expect(session.send(line: Array("{\"payloadFd\":0}\n".utf8), payload: payload))
+        #expect(text(try client.readLine(maxBytes: 100)) == "{\"payloadFd\":0}")
+        let received = try client.takeDescriptors(1)
+        #expect(received.count == 1)
+        for descriptor in received { close(descriptor) }
+        session.close()
+    }
+
+    @Test func aClientThatHangsUpMidRequestEndsTheSession() throws {
+        let loop = EventLoop(name: "session test")
+        let (daemonSide, client) = try connectedPair("daemon", "client")
+        let session = LocalSession(connection: daemonSide, loop: loop)
+        let record = Record()
+        record.start(session)
+        try client.write(Array("request\n".utf8))
+        try #require(record.arrived.wait(millis: 10_000))
+        client.close()
+        // No reply was queued: the hang-up alone ends it, and a late reply is refused.
+        #expect(record.ended.wait(millis: 10_000))
+        #expect(!session.send(line: Array("late\n".utf8)))
+    }
+}
