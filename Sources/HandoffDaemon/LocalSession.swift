@@ -80,19 +80,22 @@ final class LocalSession: Sendable {
     /// first byte). False once the client is gone or hopelessly behind: then it is disconnected.
     @discardableResult
     func send(line: [UInt8], payload: PayloadBuffer? = nil) -> Bool {
-        let outcome = state.withLock { state -> Bool? in
-            guard !state.closed else { return false }
+        // nil: over the backlog. `waiting`: the socket took not all of it, and nothing was waiting before.
+        let outcome = state.withLock { state -> (taken: Bool, waiting: Bool)? in
+            guard !state.closed else { return (false, false) }
             guard state.outbound.count < Self.maximumBacklog else { return nil }
             state.outbound.append(Message(bytes: line, descriptors: payload.map { [$0.descriptorForPassing] } ?? [], payload: payload))
-            if state.outbound.count == 1 { flush(&state) }
-            return !state.closed
+            guard state.outbound.count == 1 else { return (true, false) }
+            flush(&state)
+            return (!state.closed, !state.closed && !state.outbound.isEmpty)
         }
         guard let outcome else {
             close()
             return false
         }
-        if state.withLock({ !$0.outbound.isEmpty && !$0.closed }) { loop.execute { [self] in ensureWatched() } }
-        return outcome
+        // The rest goes when the socket is writable: the loop watches for that from now on.
+        if outcome.waiting { loop.execute { [self] in ensureWatched() } }
+        return outcome.taken
     }
 
     func send(_ event: Event, payload: PayloadBuffer? = nil) -> Bool {
@@ -109,16 +112,23 @@ final class LocalSession: Sendable {
 
     /// Stops serving on the loop and gives the connection to `take`, on a thread of its own (a
     /// continuation stream's relay, after its success reply); the session ends when `take` returns.
+    /// What was still queued for the client is written first, on that thread.
     func handOver(_ take: @escaping @Sendable () -> Void) {
         loop.execute { [self] in
-            let (watch, onClose) = state.withLock { state -> (EventLoop.Watch?, (@Sendable (LocalSession) -> Void)?) in
+            let (watch, stall, onClose, queued) = state.withLock { state in
                 state.closed = true
-                defer { (state.watch, state.onClose, state.onLine) = (nil, nil, nil) }
-                return (state.watch, state.onClose)
+                defer { (state.watch, state.stall, state.onClose, state.onLine, state.outbound) = (nil, nil, nil, nil, []) }
+                return (state.watch, state.stall, state.onClose, state.outbound)
             }
+            if let stall { loop.cancel(stall) }
             watch?.close()
             Threads.start("stream relay") { [self] in
-                take()
+                let written = queued.allSatisfy { message in
+                    withExtendedLifetime(message.payload) {
+                        (try? connection.write(Array(message.bytes[message.sent...]), passing: message.sent == 0 ? message.descriptors : [])) != nil
+                    }
+                }
+                if written { take() }
                 connection.close()
                 onClose?(self)
             }

@@ -86,7 +86,7 @@ class TwoHosts(unittest.TestCase):
         the executor hook is not in effect), and every other thread names itself. The sockets and
         watchers at rest (UDP receive, route netlink, inotify, the listeners, Avahi's client) are the
         event loop's descriptors, not threads of their own."""
-        ours = ("handoffd", "executor ", "event loop", "local API", "transfer", "events", "wait ", "fetch",
+        ours = ("handoffd", "executor ", "event loop", "local API", "transfer", "wait ", "fetch",
                 "pairing", "condition probe", "stream",
                 "parked")  # a thread whose work returned, waiting for the next (Threads)
         lab_dir = os.environ.get("HANDOFF_LAB_DIR", "/tmp/handoff-lab")
