@@ -44,6 +44,9 @@ public final class StreamConnection: Sendable {
         var scratch = [UInt8](repeating: 0, count: StreamConnection.initialScratchBytes)
         /// Received with the bytes in `buffer` (or before them), in order; each message takes as many as it declares.
         var descriptors: [Int32] = []
+        /// The first bytes of `buffer` known to hold no newline: a long line arriving in many reads
+        /// is scanned once, not from its start at every read.
+        var searched = 0
     }
 
     init(fd: Int32, remote: String, remoteHost: String? = nil) {
@@ -250,6 +253,7 @@ public final class StreamConnection: Sendable {
             }
             let out = Array(state.buffer.prefix(count))
             state.buffer.removeFirst(count)
+            state.searched = 0
             return out
         }
     }
@@ -264,6 +268,7 @@ public final class StreamConnection: Sendable {
                 let count = min(state.buffer.count, destination.count)
                 state.buffer.withUnsafeBytes { target.copyMemory(from: $0.baseAddress!, byteCount: count) }
                 state.buffer.removeFirst(count)
+                state.searched = 0
                 return count
             }
             guard !isClosed else { throw SystemError("recv", errno: ECONNRESET) }
@@ -283,6 +288,7 @@ public final class StreamConnection: Sendable {
                 if let newline = state.buffer[searched...].firstIndex(of: UInt8(ascii: "\n")) {
                     let line = Array(state.buffer[..<newline])
                     state.buffer.removeFirst(newline + 1)
+                    state.searched = 0
                     return line
                 }
                 searched = state.buffer.count
@@ -347,7 +353,7 @@ public final class StreamConnection: Sendable {
     public func receiveWaiting() throws(SystemError) -> Arrival {
         try readState.withLock { (state) throws(SystemError) -> Arrival in
             do throws(SystemError) {
-                try fill(&state, wanted: state.buffer.count >= Self.initialScratchBytes ? 64 * 1024 : Self.initialScratchBytes,
+                try fill(&state, wanted: state.buffer.count >= Self.initialScratchBytes ? Self.maximumScratchBytes : Self.initialScratchBytes,
                          flags: Int32(MSG_DONTWAIT))
                 return .bytes
             } catch {
@@ -364,12 +370,14 @@ public final class StreamConnection: Sendable {
     /// More than `maxBytes` buffered without a newline is EMSGSIZE, as in `readLine`.
     public func bufferedLine(maxBytes: Int) throws(SystemError) -> [UInt8]? {
         try readState.withLock { (state) throws(SystemError) -> [UInt8]? in
-            guard let newline = state.buffer.firstIndex(of: UInt8(ascii: "\n")) else {
+            guard let newline = state.buffer[min(state.searched, state.buffer.count)...].firstIndex(of: UInt8(ascii: "\n")) else {
+                state.searched = state.buffer.count
                 guard state.buffer.count <= maxBytes else { throw SystemError("read line", errno: EMSGSIZE) }
                 return nil
             }
             let line = Array(state.buffer[..<newline])
             state.buffer.removeFirst(newline + 1)
+            state.searched = 0
             return line
         }
     }
@@ -412,7 +420,10 @@ public final class StreamConnection: Sendable {
     public func readAvailable() throws(SystemError) -> [UInt8] {
         try readState.withLock { (state) throws(SystemError) -> [UInt8] in
             if state.buffer.isEmpty { try fill(&state, wanted: state.scratch.count) }
-            defer { state.buffer.removeAll(keepingCapacity: true) }
+            defer {
+                state.buffer.removeAll(keepingCapacity: true)
+                state.searched = 0
+            }
             return state.buffer
         }
     }
@@ -428,6 +439,7 @@ public final class StreamConnection: Sendable {
                 let count = min(buffer.count, state.buffer.count)
                 state.buffer.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
                 state.buffer.removeFirst(count)
+                state.searched = 0
                 return count
             }
             guard !isClosed else { throw SystemError("recv", errno: ECONNRESET) }

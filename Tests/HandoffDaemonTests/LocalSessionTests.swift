@@ -49,6 +49,29 @@ import Testing
         #expect(session.isClosed)
     }
 
+    /// A long line comes in many reads (each scanned once for its newline) and arrives whole.
+    @Test func aLongLineInManyReadsArrivesWholeAndTheNextAfterIt() throws {
+        let loop = EventLoop(name: "session test")
+        let (daemonSide, client) = try connectedPair("daemon", "client")
+        defer { client.close() }
+        let session = LocalSession(connection: daemonSide, loop: loop)
+        let record = Record()
+        record.start(session)
+        let long = [UInt8](repeating: UInt8(ascii: "x"), count: 3 << 20)
+        Threads.start("test writer") {
+            for start in stride(from: 0, to: long.count, by: 100_000) {
+                try? client.write(Array(long[start..<min(start + 100_000, long.count)]))
+            }
+            try? client.write(Array("\nshort\n".utf8))
+        }
+        try #require(record.arrived.wait(millis: 30_000))
+        #expect(record.lines.withLock { $0.first?.utf8.count } == long.count)
+        session.requestDone()
+        try #require(record.arrived.wait(millis: 30_000))
+        #expect(record.lines.withLock { $0.last } == "short")
+        session.close()
+    }
+
     @Test func whatTheSocketCannotTakeIsWrittenWhenTheClientReads() throws {
         let loop = EventLoop(name: "session test")
         let (daemonSide, client) = try connectedPair("daemon", "client")
