@@ -167,6 +167,10 @@ extension Daemon {
             try setEnabled(request == .enable)
             return plain(EnabledResult(enabled: settings.enabled))
         case let .doctor(peer): return plain(try await doctor(reference: peer))
+        // A client that closed while its request waited for the actor (its unsubscribe may come
+        // first) must leave nothing behind: a reused connection would inherit it.
+        case .declare where session.isClosed, .subscribe where session.isClosed:
+            return nil
         case let .declare(app, types, desktopID, payloads):
             return plain(try declareRequest(app: app, types: types, desktopID: desktopID, payloads: payloads, connection: connection))
         case .declarations: return plain(AppList(apps: declarationList()))

@@ -269,7 +269,7 @@ extension Daemon {
 /// peer's secure channel: one pump per direction, each on its own thread with
 /// one record buffer; a blocked write stops its pump from reading more, which
 /// is the flow control. The relay borrows both sockets: their owners (the
-/// local API thread, the transfer thread on the originating side) close them
+/// relay thread the local session hands the app's connection to, the transfer thread on the originating side) close them
 /// after `join`; on a failure `abort` only shuts them down, which wakes the other pump.
 final class StreamRelay: @unchecked Sendable {
     // @unchecked Sendable: the connections are thread-safe; `state` and the gates are locked or semaphores.
@@ -299,7 +299,7 @@ final class StreamRelay: @unchecked Sendable {
         self.role = role
     }
 
-    // MARK: Hand-over from the local API thread
+    // MARK: Hand-over from the local session
 
     private static let handedOver = Locked<[ObjectIdentifier: StreamRelay]>([:])
 
@@ -307,13 +307,13 @@ final class StreamRelay: @unchecked Sendable {
         handedOver.withLock { $0[ObjectIdentifier(connection)] = relay }
     }
 
-    /// Called by the local API thread after each request: the relay, if the
+    /// Called on the actor after each request's reply is made: the relay, if the
     /// request was awaitStream or openStream and it succeeded.
     static func claim(_ connection: StreamConnection) -> StreamRelay? {
         handedOver.withLock { $0.isEmpty ? nil : $0.removeValue(forKey: ObjectIdentifier(connection)) }
     }
 
-    /// The local API thread's part: write the success reply, then relay until both directions end.
+    /// The relay thread's part (LocalSession.handOver): write the success reply, then relay until both directions end.
     func serveApp(reply: [UInt8]) {
         // Backpressure: a write to an app that reads slowly blocks, for as long as it takes.
         try? app.setSendTimeout(millis: 0)

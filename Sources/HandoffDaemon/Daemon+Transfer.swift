@@ -81,9 +81,9 @@ extension Daemon {
 
     private nonisolated func serveFetch(over channel: SecureChannel) throws(HandoffError) {
         let requester = channel.session.peerKey
-        // One trip to the actor decides, trust included: only a device we untrusted gets here
-        // without being trusted, and it hears over the authenticated channel that we no longer
-        // trust it (TransferServer.admission), after its request, which it sends at once.
+        // One decision, trust included, from what the actor last said (`admit`): only a device we
+        // untrusted gets here without being trusted, and it hears over the authenticated channel
+        // that we no longer trust it (TransferServer.admission), after its request, which it sends at once.
         let reply: TransferFrame
         var offset = 0
         // The request comes at once after the handshake: a peer that trickles it holds no slot for long.

@@ -35,6 +35,9 @@ final class LocalSession: Sendable {
         var outbound: [Message] = []
         /// A request is with the daemon: no more lines are read until its reply is queued.
         var busy = false
+        /// Complete lines read and not yet handed on (a client may send several in one write).
+        var pending: [[UInt8]] = []
+        var nextPending = 0
         var reading = false
         /// The client ended its side: close once everything for it is written.
         var ended = false
@@ -123,12 +126,15 @@ final class LocalSession: Sendable {
             if let stall { loop.cancel(stall) }
             watch?.close()
             Threads.start("stream relay") { [self] in
-                let written = queued.allSatisfy { message in
-                    withExtendedLifetime(message.payload) {
+                for message in queued {
+                    let written = withExtendedLifetime(message.payload) {
                         (try? connection.write(Array(message.bytes[message.sent...]), passing: message.sent == 0 ? message.descriptors : [])) != nil
                     }
+                    if !written { break }
                 }
-                if written { take() }
+                // Whether or not those went: the relay's own first write fails on a dead socket, and it
+                // tells the waiting side so (it must never be left waiting for the reply).
+                take()
                 connection.close()
                 onClose?(self)
             }
@@ -185,7 +191,7 @@ final class LocalSession: Sendable {
 
     private func wantedInterest(_ state: State) -> EventLoop.Interest {
         var interest: EventLoop.Interest = []
-        if state.reading && !state.busy && !state.ended { interest.insert(.readable) }
+        if state.reading && !state.busy && !state.ended && state.nextPending == state.pending.count { interest.insert(.readable) }
         if !state.outbound.isEmpty { interest.insert(.writable) }
         return interest
     }
@@ -229,9 +235,9 @@ final class LocalSession: Sendable {
             return state.onLine
         }
         if let handler {
-            let line: [UInt8]?
+            var line: [UInt8]?
             do {
-                line = try connection.bufferedLine(maxBytes: maximumLineBytes)
+                line = try nextLine()
             } catch {
                 if error.errno == EMSGSIZE {
                     let reply = Reply(id: nil, outcome: .failure(.invalidRequest("The request is longer than \(maximumLineBytes) bytes.")))
@@ -252,8 +258,26 @@ final class LocalSession: Sendable {
         updateInterest()
     }
 
+    /// The next line read and not handed on. Every complete line buffered is taken at once, so the
+    /// buffer moves once per read, not once per line.
+    private func nextLine() throws(SystemError) -> [UInt8]? {
+        if let line = state.withLock({ state -> [UInt8]? in
+            guard state.nextPending < state.pending.count else { return nil }
+            defer { state.nextPending += 1 }
+            return state.pending[state.nextPending]
+        }) { return line }
+        var lines = try connection.bufferedLines(maxBytes: maximumLineBytes)
+        guard !lines.isEmpty else { return nil }
+        let first = lines.removeFirst()
+        state.withLock { state in
+            state.pending = lines
+            state.nextPending = 0
+        }
+        return first
+    }
+
     private func finishIfEnded() {
-        let done = state.withLock { $0.ended && !$0.busy && $0.outbound.isEmpty && !$0.closed }
+        let done = state.withLock { $0.ended && !$0.busy && $0.outbound.isEmpty && !$0.closed && $0.nextPending == $0.pending.count }
         if done { close() }
     }
 

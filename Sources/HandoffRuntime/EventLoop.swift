@@ -201,9 +201,13 @@ public final class EventLoop: Sendable {
     }
 
     private func remove(_ watch: Watch) {
-        _ = state.withLock { $0.registrations.removeValue(forKey: watch.id) }
-        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, watch.fd, nil)
-        if watch.ownsDescriptor { Glibc.close(watch.fd) }
+        let removed = state.withLock { $0.registrations.removeValue(forKey: watch.id) }
+        // The handler may hold the last reference to a borrowed descriptor's owner, which releases
+        // the number when it goes: unregister first, so the number is never reused while watched.
+        withExtendedLifetime(removed) {
+            _ = epoll_ctl(epoll, EPOLL_CTL_DEL, watch.fd, nil)
+            if watch.ownsDescriptor { Glibc.close(watch.fd) }
+        }
     }
 
     /// Starts the thread on first use; true when the loop must be woken (it may be asleep in

@@ -85,8 +85,11 @@ public struct InterfaceTable: Sendable, Equatable {
             entry.address.count == bytes.count && entry.netmask.contains { $0 != 0xFF }
                 && zip(zip(entry.address, entry.netmask), bytes).allSatisfy { pair, byte in pair.0 & pair.1 == byte & pair.1 }
         }
-        guard let best = matches.max(by: { Self.prefixLength($0.netmask) < Self.prefixLength($1.netmask) }) else { return nil }
-        return (best.interface, best.flags & Int32(IFF_RUNNING) != 0)
+        guard let longest = matches.map({ Self.prefixLength($0.netmask) }).max() else { return nil }
+        // Two links on the same subnet (Wi-Fi and a dock's Ethernet): the routes' metrics decide, which only the routing table knows.
+        let best = matches.filter { Self.prefixLength($0.netmask) == longest }
+        guard Set(best.map(\.interface)).count == 1, let chosen = best.first else { return nil }
+        return (chosen.interface, chosen.flags & Int32(IFF_RUNNING) != 0)
     }
 
     private static func prefixLength(_ netmask: [UInt8]) -> Int {

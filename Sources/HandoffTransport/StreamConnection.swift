@@ -347,7 +347,7 @@ public final class StreamConnection: Sendable {
         case ended
     }
 
-    /// Reads what is waiting (one recv) into the buffer `bufferedLine` takes lines from; never
+    /// Reads what is waiting (one recv) into the buffer `bufferedLines` takes lines from; never
     /// blocks. Descriptors are checked as `readLine` checks them. The receive buffer grows only
     /// while a long line is arriving, so an idle client holds little memory.
     public func receiveWaiting() throws(SystemError) -> Arrival {
@@ -366,19 +366,23 @@ public final class StreamConnection: Sendable {
         }
     }
 
-    /// The next complete line already received (without its newline), or nil when none is.
-    /// More than `maxBytes` buffered without a newline is EMSGSIZE, as in `readLine`.
-    public func bufferedLine(maxBytes: Int) throws(SystemError) -> [UInt8]? {
-        try readState.withLock { (state) throws(SystemError) -> [UInt8]? in
-            guard let newline = state.buffer[min(state.searched, state.buffer.count)...].firstIndex(of: UInt8(ascii: "\n")) else {
-                state.searched = state.buffer.count
-                guard state.buffer.count <= maxBytes else { throw SystemError("read line", errno: EMSGSIZE) }
-                return nil
+    /// Every complete line already received (without their newlines), in order; none when there is
+    /// none yet. The buffer moves once, however many lines it held. More than `maxBytes` buffered
+    /// without a newline is EMSGSIZE, as in `readLine`.
+    public func bufferedLines(maxBytes: Int) throws(SystemError) -> [[UInt8]] {
+        try readState.withLock { (state) throws(SystemError) -> [[UInt8]] in
+            var lines: [[UInt8]] = []
+            var start = 0
+            var from = min(state.searched, state.buffer.count)
+            while let newline = state.buffer[from...].firstIndex(of: UInt8(ascii: "\n")) {
+                lines.append(Array(state.buffer[start..<newline]))
+                start = newline + 1
+                from = start
             }
-            let line = Array(state.buffer[..<newline])
-            state.buffer.removeFirst(newline + 1)
-            state.searched = 0
-            return line
+            if start > 0 { state.buffer.removeFirst(start) }
+            state.searched = state.buffer.count
+            guard state.buffer.count <= maxBytes else { throw SystemError("read line", errno: EMSGSIZE) }
+            return lines
         }
     }
 

@@ -72,6 +72,24 @@ import Testing
         session.close()
     }
 
+    /// Many requests in one write are handed on one at a time, in order.
+    @Test func pipelinedRequestsComeInOrderOneAtATime() throws {
+        let loop = EventLoop(name: "session test")
+        let (daemonSide, client) = try connectedPair("daemon", "client")
+        defer { client.close() }
+        let session = LocalSession(connection: daemonSide, loop: loop)
+        let record = Record()
+        record.start(session)
+        try client.write(Array((0..<2_000).map { "request \($0)\n" }.joined().utf8))
+        for index in 0..<2_000 {
+            try #require(record.arrived.wait(millis: 10_000))
+            #expect(record.lines.withLock { $0.count } == index + 1)
+            session.requestDone()
+        }
+        #expect(record.lines.withLock { $0 } == (0..<2_000).map { "request \($0)" })
+        session.close()
+    }
+
     @Test func whatTheSocketCannotTakeIsWrittenWhenTheClientReads() throws {
         let loop = EventLoop(name: "session test")
         let (daemonSide, client) = try connectedPair("daemon", "client")

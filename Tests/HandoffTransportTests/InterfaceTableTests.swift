@@ -30,6 +30,11 @@ import Testing
         #expect(Self.table.onLink("8.8.8.8") == nil)
         #expect(Self.table.onLink("fe80::1%nosuch") == nil)
         #expect(Self.table.onLink("not an address") == nil)
+        // Two links on the same subnet: the routes' metrics decide, which only the routing table knows.
+        let docked = InterfaceTable(addresses: Self.table.addresses + [
+            .init(interface: "enx0", flags: Self.up, address: [192, 168, 1, 30], netmask: [255, 255, 255, 0]),
+        ])
+        #expect(docked.onLink("192.168.1.7") == nil)
     }
 
     @Test func liveFirstMovesAHostWithoutCarrierLast() {
