@@ -191,7 +191,11 @@ final class LocalSession: Sendable {
 
     private func wantedInterest(_ state: State) -> EventLoop.Interest {
         var interest: EventLoop.Interest = []
-        if state.reading && !state.busy && !state.ended && state.nextPending == state.pending.count { interest.insert(.readable) }
+        // The next request is read once the last reply is written, not just queued: a client that
+        // pipelines requests gets them answered at the pace it reads, never disconnected for it.
+        if state.reading && !state.busy && !state.ended && state.nextPending == state.pending.count && state.outbound.isEmpty {
+            interest.insert(.readable)
+        }
         if !state.outbound.isEmpty { interest.insert(.writable) }
         return interest
     }
@@ -231,7 +235,7 @@ final class LocalSession: Sendable {
     /// once its last reply is written; keeps the watch's interest in step.
     private func process() {
         let handler = state.withLock { state -> (@Sendable (LocalSession, [UInt8]) -> Void)? in
-            guard !state.closed, state.reading, !state.busy else { return nil }
+            guard !state.closed, state.reading, !state.busy, state.outbound.isEmpty else { return nil }
             return state.onLine
         }
         if let handler {

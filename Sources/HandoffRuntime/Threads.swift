@@ -118,7 +118,8 @@ final class ThreadPool: Sendable {
     }
 
     fileprivate final class Start {
-        let work: Work
+        /// Taken by the new thread: what the work holds must go when it returns, not when the thread ends.
+        var work: Work?
         let pool: ThreadPool
         init(_ work: Work, pool: ThreadPool) {
             self.work = work
@@ -130,7 +131,7 @@ final class ThreadPool: Sendable {
 private let threadEntry: @convention(c) (UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? = { argument in
     let start = Unmanaged<ThreadPool.Start>.fromOpaque(argument!).takeRetainedValue()
     let pool = start.pool
-    var work: ThreadPool.Work? = start.work
+    var work = start.work.take()
     let me = ThreadPool.Parked()
     while work != nil {
         run(&work)

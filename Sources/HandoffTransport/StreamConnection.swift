@@ -381,6 +381,11 @@ public final class StreamConnection: Sendable {
             }
             if start > 0 { state.buffer.removeFirst(start) }
             state.searched = state.buffer.count
+            // A long line is gone: an idle client does not keep its buffers' size.
+            if state.buffer.isEmpty, start > Self.initialScratchBytes {
+                state.buffer = []
+                state.scratch = [UInt8](repeating: 0, count: Self.initialScratchBytes)
+            }
             guard state.buffer.count <= maxBytes else { throw SystemError("read line", errno: EMSGSIZE) }
             return lines
         }

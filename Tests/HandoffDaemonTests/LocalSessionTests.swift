@@ -90,6 +90,32 @@ import Testing
         session.close()
     }
 
+    /// A client that sends thousands of requests at once and reads its replies slowly is answered
+    /// at its pace: the next request is read once the last reply is written, so its replies never
+    /// pile up to the backlog that disconnects a client that stopped reading.
+    @Test func aPipeliningClientIsAnsweredAtThePaceItReads() throws {
+        let loop = EventLoop(name: "session test")
+        let (daemonSide, client) = try connectedPair("daemon", "client")
+        defer { client.close() }
+        let session = LocalSession(connection: daemonSide, loop: loop, stallMillis: 60_000)
+        let ended = Signals()
+        session.start(onLine: { session, line in
+            session.send(line: line + [UInt8](repeating: UInt8(ascii: " "), count: 2_000) + [0x0A])
+            session.requestDone()
+        }, onClose: { _ in ended.signal() })
+        let count = 4_000
+        Threads.start("test writer") {
+            try? client.write(Array((0..<count).map { "request \($0)\n" }.joined().utf8))
+        }
+        for index in 0..<count {
+            if index % 500 == 0 { Threads.sleep(seconds: 0.05) }
+            let reply = try #require(text(try client.readLine(maxBytes: 4096)))
+            #expect(reply.hasPrefix("request \(index) "))
+        }
+        #expect(!ended.wait(millis: 50))
+        session.close()
+    }
+
     @Test func whatTheSocketCannotTakeIsWrittenWhenTheClientReads() throws {
         let loop = EventLoop(name: "session test")
         let (daemonSide, client) = try connectedPair("daemon", "client")

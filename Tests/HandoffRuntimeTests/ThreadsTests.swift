@@ -41,6 +41,26 @@ import Testing
         #expect(pool.parkedCount == 1)
     }
 
+    /// What a thread's first work holds (a connection, a request) goes when the work returns,
+    /// not when the thread, parked for the next, ends.
+    @Test func whatWorkHoldsGoesWhenItReturns() async throws {
+        final class Held: Sendable {}
+        // A pool of its own, so the work runs as a new thread's first.
+        let fresh = ThreadPool(maximumParked: 1, parkedMillis: 30_000)
+        weak var watched: Held?
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let held = Held()
+            watched = held
+            fresh.start("holding") {
+                withExtendedLifetime(held) {}
+                done.resume()
+            }
+        }
+        for _ in 0..<5_000 where fresh.parkedCount < 1 { Threads.sleep(seconds: 0.001) }
+        try #require(fresh.parkedCount == 1)
+        #expect(watched == nil)
+    }
+
     /// Work that is still running is not handed more: many at once each get a thread.
     @Test func concurrentWorkGetsThreadsOfItsOwn() async {
         let tids = await withTaskGroup(of: pthread_t.self) { group in
