@@ -143,17 +143,13 @@ final class LocalSession: Sendable {
 
     /// Ends the session: the connection is shut down at once and the watch stops on the loop.
     func close() {
-        let (watch, stall, onClose) = state.withLock { state -> (EventLoop.Watch?, EventLoop.Deadline?, (@Sendable (LocalSession) -> Void)?) in
-            guard !state.closed else { return (nil, nil, nil) }
+        let first = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
             state.closed = true
             state.outbound.removeAll()
-            defer { (state.watch, state.stall, state.onClose, state.onLine) = (nil, nil, nil, nil) }
-            return (state.watch, state.stall, state.onClose)
+            return true
         }
-        if let stall { loop.cancel(stall) }
-        connection.close()
-        watch?.close()
-        onClose?(self)
+        if first { finishClosing() }
     }
 
     /// Before the daemon exits: waits at most `millis` for every session's queued messages to be
@@ -324,7 +320,8 @@ final class LocalSession: Sendable {
         if state.outbound.isEmpty, state.ended, !state.busy, !state.closed { loop.execute { [self] in finishIfEnded() } }
     }
 
-    /// A write failed under the lock: shut down and stop the watch as `close()` does.
+    /// After `closed` was set (by `close()`, or by a write that failed under the lock): shuts the
+    /// connection down, stops the watch and tells the owner, once.
     private func finishClosing() {
         let (watch, stall, onClose) = state.withLock { state -> (EventLoop.Watch?, EventLoop.Deadline?, (@Sendable (LocalSession) -> Void)?) in
             defer { (state.watch, state.stall, state.onClose, state.onLine) = (nil, nil, nil, nil) }
