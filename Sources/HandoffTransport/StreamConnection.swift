@@ -283,15 +283,14 @@ public final class StreamConnection: Sendable {
     /// than `maxBytes` are refused with EMSGSIZE; nil at a clean end of stream.
     public func readLine(maxBytes: Int) throws(SystemError) -> [UInt8]? {
         try readState.withLock { (state) throws(SystemError) -> [UInt8]? in
-            var searched = 0
             while true {
-                if let newline = state.buffer[searched...].firstIndex(of: UInt8(ascii: "\n")) {
+                if let newline = state.buffer[min(state.searched, state.buffer.count)...].firstIndex(of: UInt8(ascii: "\n")) {
                     let line = Array(state.buffer[..<newline])
                     state.buffer.removeFirst(newline + 1)
                     state.searched = 0
                     return line
                 }
-                searched = state.buffer.count
+                state.searched = state.buffer.count
                 guard state.buffer.count <= maxBytes else { throw SystemError("read line", errno: EMSGSIZE) }
                 do throws(SystemError) {
                     try fill(&state, wanted: 64 * 1024)

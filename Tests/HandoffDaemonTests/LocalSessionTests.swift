@@ -22,13 +22,20 @@ import Testing
 
     private func text(_ line: [UInt8]?) -> String? { line.map { String(decoding: $0, as: UTF8.self) } }
 
-    @Test func linesComeOneAtATimeAndAnEndedClientIsClosedAfterItsLastReply() throws {
-        let loop = EventLoop(name: "session test")
+    /// A session on a loop of the test's own, recording the lines it hands on, and the client's end.
+    private func served(stallMillis: UInt64 = 5_000, maximumLineBytes: Int = Daemon.maximumRequestBytes) throws
+        -> (session: LocalSession, client: StreamConnection, record: Record) {
         let (daemonSide, client) = try connectedPair("daemon", "client")
-        defer { client.close() }
-        let session = LocalSession(connection: daemonSide, loop: loop)
+        let session = LocalSession(connection: daemonSide, loop: EventLoop(name: "session test"),
+                                   stallMillis: stallMillis, maximumLineBytes: maximumLineBytes)
         let record = Record()
         record.start(session)
+        return (session, client, record)
+    }
+
+    @Test func linesComeOneAtATimeAndAnEndedClientIsClosedAfterItsLastReply() throws {
+        let (session, client, record) = try served()
+        defer { client.close() }
         try client.write(Array("one\ntwo\n".utf8))
         try #require(record.arrived.wait(millis: 10_000))
         // The second waits until the first has its reply.
@@ -51,12 +58,8 @@ import Testing
 
     /// A long line comes in many reads (each scanned once for its newline) and arrives whole.
     @Test func aLongLineInManyReadsArrivesWholeAndTheNextAfterIt() throws {
-        let loop = EventLoop(name: "session test")
-        let (daemonSide, client) = try connectedPair("daemon", "client")
+        let (session, client, record) = try served()
         defer { client.close() }
-        let session = LocalSession(connection: daemonSide, loop: loop)
-        let record = Record()
-        record.start(session)
         let long = [UInt8](repeating: UInt8(ascii: "x"), count: 3 << 20)
         Threads.start("test writer") {
             for start in stride(from: 0, to: long.count, by: 100_000) {
@@ -74,12 +77,8 @@ import Testing
 
     /// Many requests in one write are handed on one at a time, in order.
     @Test func pipelinedRequestsComeInOrderOneAtATime() throws {
-        let loop = EventLoop(name: "session test")
-        let (daemonSide, client) = try connectedPair("daemon", "client")
+        let (session, client, record) = try served()
         defer { client.close() }
-        let session = LocalSession(connection: daemonSide, loop: loop)
-        let record = Record()
-        record.start(session)
         try client.write(Array((0..<2_000).map { "request \($0)\n" }.joined().utf8))
         for index in 0..<2_000 {
             try #require(record.arrived.wait(millis: 10_000))
@@ -117,11 +116,8 @@ import Testing
     }
 
     @Test func whatTheSocketCannotTakeIsWrittenWhenTheClientReads() throws {
-        let loop = EventLoop(name: "session test")
-        let (daemonSide, client) = try connectedPair("daemon", "client")
+        let (session, client, _) = try served(stallMillis: 60_000)
         defer { client.close() }
-        let session = LocalSession(connection: daemonSide, loop: loop, stallMillis: 60_000)
-        Record().start(session)
         // Far more than a Unix socket's buffer, queued at once without blocking the sender.
         let count = 64
         for index in 0..<count {
@@ -136,24 +132,16 @@ import Testing
     }
 
     @Test func aClientThatStopsReadingIsDisconnectedAfterTheStall() throws {
-        let loop = EventLoop(name: "session test")
-        let (daemonSide, client) = try connectedPair("daemon", "client")
+        let (session, client, record) = try served(stallMillis: 200)
         defer { client.close() }
-        let session = LocalSession(connection: daemonSide, loop: loop, stallMillis: 200)
-        let record = Record()
-        record.start(session)
         for _ in 0..<64 { session.send(line: [UInt8](repeating: 0x41, count: 64 * 1024)) }
         #expect(record.ended.wait(millis: 10_000))
         #expect(!session.send(line: Array("late\n".utf8)))
     }
 
     @Test func aBacklogOverItsBoundDisconnects() throws {
-        let loop = EventLoop(name: "session test")
-        let (daemonSide, client) = try connectedPair("daemon", "client")
+        let (session, client, record) = try served(stallMillis: 60_000)
         defer { client.close() }
-        let session = LocalSession(connection: daemonSide, loop: loop, stallMillis: 60_000)
-        let record = Record()
-        record.start(session)
         // The socket full, then one message more than the backlog holds.
         #expect(session.send(line: [UInt8](repeating: 0x41, count: 4 << 20)))
         for _ in 0..<LocalSession.maximumBacklog - 1 { #expect(session.send(line: Array("{}\n".utf8))) }
@@ -162,12 +150,8 @@ import Testing
     }
 
     @Test func aLineOverTheLimitIsAnsweredAndEndsTheSession() throws {
-        let loop = EventLoop(name: "session test")
-        let (daemonSide, client) = try connectedPair("daemon", "client")
+        let (_, client, record) = try served(maximumLineBytes: 1_000)
         defer { client.close() }
-        let session = LocalSession(connection: daemonSide, loop: loop, maximumLineBytes: 1_000)
-        let record = Record()
-        record.start(session)
         try client.write([UInt8](repeating: 0x41, count: 5_000))
         let reply = try #require(text(try client.readLine(maxBytes: 4096)))
         #expect(reply.contains("longer than 1000 bytes"))
@@ -176,11 +160,8 @@ import Testing
     }
 
     @Test func aPayloadsDescriptorTravelsWithItsMessage() throws {
-        let loop = EventLoop(name: "session test")
-        let (daemonSide, client) = try connectedPair("daemon", "client")
+        let (session, client, _) = try served()
         defer { client.close() }
-        let session = LocalSession(connection: daemonSide, loop: loop)
-        Record().start(session)
         let payload = try PayloadBuffer.create(count: 4)
         try payload.seal()
         #expect(session.send(line: Array("{\"payloadFd\":0}\n".utf8), payload: payload))
@@ -192,11 +173,7 @@ import Testing
     }
 
     @Test func aClientThatHangsUpMidRequestEndsTheSession() throws {
-        let loop = EventLoop(name: "session test")
-        let (daemonSide, client) = try connectedPair("daemon", "client")
-        let session = LocalSession(connection: daemonSide, loop: loop)
-        let record = Record()
-        record.start(session)
+        let (session, client, record) = try served()
         try client.write(Array("request\n".utf8))
         try #require(record.arrived.wait(millis: 10_000))
         client.close()
