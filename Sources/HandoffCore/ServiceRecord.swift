@@ -7,7 +7,6 @@ public struct ServiceRecord: Equatable, Sendable {
     public static let protocolVersion = 1
     /// Tokens rotate this often; receivers try the previous, current and next period.
     public static let rotationSeconds: UInt64 = 900
-    public static let instancePrefix = "handoff-"
     /// RFC 6763: one TXT string is at most 255 bytes; we need far fewer.
     public static let maximumTXTStringBytes = 255
 
@@ -24,7 +23,10 @@ public struct ServiceRecord: Equatable, Sendable {
         self.capabilities = capabilities
     }
 
-    public var instanceName: String { Self.instancePrefix + token.lowercased() }
+    /// The token alone: the service type already says what it is, and every peer's browse query
+    /// carries every name it knows as a known answer, so each byte here is paid by every host
+    /// on the link at each query (Docs/PROTOCOL.md, "mDNS"). Peers read the token from TXT `id`.
+    public var instanceName: String { token.lowercased() }
 
     public var txt: [String] {
         ["v=\(version)", "id=\(token)", "caps=\(capabilities.joined(separator: ","))"]

@@ -7,7 +7,7 @@ import Testing
     @Test func txtAndInstanceName() {
         let record = ServiceRecord(token: Self.token)
         #expect(record.txt == ["v=1", "id=TSK0BCE2PZ22TEVF", "caps=udp"])
-        #expect(record.instanceName == "handoff-tsk0bce2pz22tevf")
+        #expect(record.instanceName == "tsk0bce2pz22tevf")
         #expect(ServiceRecord(token: Self.token, capabilities: ["udp", "ble"]).txt.last == "caps=udp,ble")
         #expect(ServiceRecord(token: Self.token, capabilities: []).txt.last == "caps=")
     }
