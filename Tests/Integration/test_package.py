@@ -166,6 +166,27 @@ class DebianPackage(unittest.TestCase):
         # No warnings either: Docs/INSTALL.md ("Package") says none are expected.
         self.assertEqual(tags, [], "lintian warnings")
 
+    def test_1b_the_program_is_laid_out_for_what_runs(self):
+        """Scripts/package links the functions of Packaging/symbol-order.txt first and together
+        (Docs/INSTALL.md, "Package"). Nothing fails when that stops working (a flag SwiftPM
+        ignores, objects built without function sections): the program only keeps more of itself
+        resident. So: every listed function of ours lies before every unlisted one, and the
+        packed relocations need the glibc that Depends names."""
+        binary = os.path.join(REPO, ".build", "package", "release", "handoff")  # the unstripped build
+        with open(os.path.join(REPO, "Packaging", "symbol-order.txt")) as order:
+            listed = {line.strip() for line in order}
+        ours = []
+        for line in run("nm", "-n", "--defined-only", binary).stdout.splitlines():
+            fields = line.split()
+            if len(fields) == 3 and fields[1] in "tT" and "Handoff" in fields[2]:
+                ours.append((int(fields[0], 16), fields[2] in listed))
+        hot = [address for address, is_listed in ours if is_listed]
+        cold = [address for address, is_listed in ours if not is_listed]
+        self.assertGreater(len(hot), 1000, "few of our functions are in the order list: run sudo Scripts/symbol-order")
+        self.assertLess(max(hot), min(cold), "listed functions are not laid out before the others")
+        if "GLIBC_ABI_DT_RELR" in run("readelf", "-V", binary).stdout:
+            self.assertIn("libc6 (>= 2.36)", self.fields["Depends"])
+
     def test_2_install_puts_every_file_where_debian_expects_it(self):
         run("apt-get", "install", "-y", "--no-install-recommends", self.deb)
         self.assertTrue(installed("handoff"))
