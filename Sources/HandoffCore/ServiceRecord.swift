@@ -1,7 +1,7 @@
 /// What `handoffd` publishes as a `_handoff._tcp` mDNS service. Nothing in it
 /// names the device, the user or the activity: the instance name and `id`
 /// carry a rotating token that only devices trusting this one can recognise
-/// (Docs/PROTOCOL.md, "mDNS").
+/// (Docs/PROTOCOL.md, "Discovery: mDNS through Avahi").
 public struct ServiceRecord: Equatable, Sendable {
     public static let serviceType = "_handoff._tcp"
     public static let protocolVersion = 1
@@ -25,7 +25,7 @@ public struct ServiceRecord: Equatable, Sendable {
 
     /// The token alone: the service type already says what it is, and every peer's browse query
     /// carries every name it knows as a known answer, so each byte here is paid by every host
-    /// on the link at each query (Docs/PROTOCOL.md, "mDNS"). Peers read the token from TXT `id`.
+    /// on the link at each query (Docs/PROTOCOL.md, "Discovery: mDNS through Avahi"). Peers read the token from TXT `id`.
     public var instanceName: String { token.lowercased() }
 
     public var txt: [String] {
