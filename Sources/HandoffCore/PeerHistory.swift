@@ -43,7 +43,9 @@ public struct PeerHistory: Sendable {
         }
         entry.ttlMillis = peer.ttlMillis
         entry.state = peer.senderState
-        entry.hosts = peer.hosts
+        // Newest first, the older ones kept: a peer back from an absence is often heard over one
+        // family first, and its other addresses are what a probe needs if it vanishes again.
+        entry.hosts = Array((peer.hosts + entry.hosts.filter { !peer.hosts.contains($0) }).prefix(PeerTable.maximumHostsPerPeer))
         entry.transferPort = peer.transferPort
         if let offer = peer.offer?.summary {
             if entry.lastOffer?.sequence != offer.sequence || entry.offerGoneMillis != nil {

@@ -15,16 +15,39 @@ private func offer(sequence: UInt64, expires: UInt64) -> SignedSummary {
 
 /// Alice's announcement number `sequence` at `time`, through a peer table: the Peer the daemon would hold.
 private func heard(_ table: inout PeerTable, sequence: UInt64, at time: UInt64, offer: SignedSummary?,
-                   state: Announcement.SenderState = [], path: DiscoveryPathName = .multicast) -> Peer? {
+                   state: Announcement.SenderState = [], path: DiscoveryPathName = .multicast,
+                   from host: String = "192.0.2.1") -> Peer? {
     var announcement = Announcement(kind: .present, senderKey: alice.publicKey, sequence: sequence, timestampMillis: time,
                                     transferPort: 47181, ttlSeconds: 15, name: "alice", summary: offer)
     announcement.state = state
-    _ = table.receive(datagram: try! announcement.signedDatagram(by: alice), fromHost: "192.0.2.1", path: path,
+    _ = table.receive(datagram: try! announcement.signedDatagram(by: alice), fromHost: host, path: path,
                       nowMillis: time, verifier: Ed25519(), isTrusted: { $0 == alice.publicKey })
     return table.peers[alice.publicKey]
 }
 
 @Suite struct PeerHistoryTests {
+    /// Back after an absence and heard over IPv6 first, the peer's IPv4 address is still known:
+    /// the probe of a peer that vanished again asks every address it had.
+    @Test func aReturnHeardOverOneFamilyKeepsTheOtherAddresses() throws {
+        var history = PeerHistory()
+        var before = PeerTable(ownKey: own.publicKey, fingerprint: { Ed25519.deviceID(of: $0) })
+        _ = heard(&before, sequence: 1, at: now, offer: nil, from: "169.254.10.1")
+        history.heard(try #require(heard(&before, sequence: 2, at: now + 100, offer: nil, from: "fe80::1%eth0")), nowMillis: now + 100)
+        #expect(history.entries[alice.publicKey]?.hosts == ["fe80::1%eth0", "169.254.10.1"])
+
+        var after = PeerTable(ownKey: own.publicKey, fingerprint: { Ed25519.deviceID(of: $0) })
+        history.heard(try #require(heard(&after, sequence: 3, at: now + 60_000, offer: nil, from: "fe80::1%eth0")), nowMillis: now + 60_000)
+        #expect(history.entries[alice.publicKey]?.hosts == ["fe80::1%eth0", "169.254.10.1"])
+
+        // Bounded like the peer table: the oldest addresses go first.
+        for (index, host) in ["10.0.0.1", "10.0.0.2", "10.0.0.3"].enumerated() {
+            var table = PeerTable(ownKey: own.publicKey, fingerprint: { Ed25519.deviceID(of: $0) })
+            history.heard(try #require(heard(&table, sequence: 4 + UInt64(index), at: now + 120_000 + UInt64(index), offer: nil, from: host)),
+                          nowMillis: now + 120_000 + UInt64(index))
+        }
+        #expect(history.entries[alice.publicKey]?.hosts == ["10.0.0.3", "10.0.0.2", "10.0.0.1", "fe80::1%eth0"])
+    }
+
     @Test func anOfferWithdrawnBeforeItsExpiryWasResignedOrInvalidated() throws {
         var table = PeerTable(ownKey: own.publicKey, fingerprint: { Ed25519.deviceID(of: $0) })
         var history = PeerHistory()
