@@ -24,16 +24,13 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
-        // avahi-client through Debian's libavahi-client-dev, for mDNS.
-        .systemLibrary(
-            name: "CAvahi",
-            pkgConfig: "avahi-client",
-            providers: [.apt(["libavahi-client-dev"])]
-        ),
-        // libbluetooth through Debian's libbluetooth-dev, for raw HCI sockets.
+        // avahi-client's headers from Debian's libavahi-client-dev, for mDNS; the library itself is
+        // loaded by handoffd when mDNS starts (Sources/CAvahi/avahi.c says why), not linked.
+        .target(name: "CAvahi"),
+        // BlueZ's headers from Debian's libbluetooth-dev, for raw HCI sockets: constants, structures
+        // and inline functions only, so libbluetooth is not linked (Sources/CBluetooth/shim.h).
         .systemLibrary(
             name: "CBluetooth",
-            pkgConfig: "bluez",
             providers: [.apt(["libbluetooth-dev"])]
         ),
         // libsystemd's sd-bus through Debian's libsystemd-dev, for bluetoothd's D-Bus API.

@@ -62,7 +62,7 @@ final class RawHCITransport: HCITransport {
 
     init(device: String) throws(HandoffError) {
         name = device
-        let id = hci_devid(device)
+        let id = handoff_hci_device_id(device)
         guard id >= 0 else {
             throw HandoffError(.bluetooth, "There is no Bluetooth controller named \(device).",
                                fix: "List controllers with 'hciconfig' or 'btmgmt info'; pass --hci hci0 (or the right one), or --hci none on a machine without Bluetooth.")

@@ -80,6 +80,12 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
     }
 
     public func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {
+        // Like a missing avahi-daemon, a missing library is not fatal: status says what to install.
+        if let failure = handoff_avahi_load() {
+            setState("unavailable: avahi's client library cannot be loaded (\(String(cString: failure))); install libavahi-client3",
+                     available: false, published: .some(nil))
+            return
+        }
         onLoop { [self] in
             guard poll == nil else { return }
             poll = AvahiLoopPoll(loop: loop)
@@ -112,7 +118,7 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
             retryTimer = nil
             if let pacingTimer { handoff_avahi_timeout_free(poll.pointer, pacingTimer) }
             pacingTimer = nil
-            if let client { avahi_client_free(client) } // frees the groups, browser and resolvers too
+            if let client { handoff_avahi_client_free(client) } // frees the groups, browser and resolvers too
             client = nil
             group = nil
             typeGroup = nil
@@ -134,22 +140,22 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
         guard let poll else { return }
         var error: Int32 = 0
         let context = Unmanaged.passUnretained(self).toOpaque()
-        let created = avahi_client_new(poll.pointer, AVAHI_CLIENT_NO_FAIL, clientTrampoline, context, &error)
+        let created = handoff_avahi_client_new(poll.pointer, AVAHI_CLIENT_NO_FAIL, clientTrampoline, context, &error)
         if created == nil {
             // Even NO_FAIL cannot wait for a missing system bus: retry on a timer.
-            setState("unavailable: \(String(cString: avahi_strerror(error))) (is dbus running?); retrying every 5 s",
+            setState("unavailable: \(String(cString: handoff_avahi_strerror(error))) (is dbus running?); retrying every 5 s",
                      available: false, published: .some(nil))
             scheduleRetry()
             return
         }
-        // The callback may already have stored it: it runs inside avahi_client_new.
+        // The callback may already have stored it: it runs inside handoff_avahi_client_new.
         client = created
     }
 
     private func scheduleRetry() {
         guard let poll else { return }
         var when = timeval()
-        avahi_elapse_time(&when, 5_000, 0)
+        handoff_avahi_elapse_time(&when, 5_000, 0)
         let context = Unmanaged.passUnretained(self).toOpaque()
         retryTimer = handoff_avahi_timeout_new(poll.pointer, &when, retryTrampoline, context)
     }
@@ -174,20 +180,20 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
         case AVAHI_CLIENT_CONNECTING:
             setState("unavailable: avahi-daemon is not running; waiting for it", available: false, published: .some(nil))
         case AVAHI_CLIENT_FAILURE:
-            let error = avahi_client_errno(changed)
+            let error = handoff_avahi_client_errno(changed)
             // Freeing the client frees its groups and browser: forget them first.
             group = nil
             typeGroup = nil
             browser = nil
             pacer.withdrawn()
-            avahi_client_free(changed)
+            handoff_avahi_client_free(changed)
             client = nil
             if error == AVAHI_ERR_DISCONNECTED {
                 setState("unavailable: avahi-daemon went away; waiting for it to return", available: false, published: .some(nil))
                 observer?(.servicesReset)
                 connect()
             } else {
-                setState("unavailable: \(String(cString: avahi_strerror(error))); retrying every 5 s",
+                setState("unavailable: \(String(cString: handoff_avahi_strerror(error))); retrying every 5 s",
                          available: false, published: .some(nil))
                 scheduleRetry()
             }
@@ -200,7 +206,7 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
 
     /// The record (or the registered name) changed: the pacer says when to commit it.
     private func register() {
-        guard let client, avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING else { return }
+        guard let client, handoff_avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING else { return }
         guard record != nil, registeredName != nil else {
             freeGroup()
             pacer.withdrawn()
@@ -222,7 +228,7 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
         case let .wait(until):
             var when = timeval()
             let now = monotonicMillis()
-            avahi_elapse_time(&when, UInt32(until > now ? min(until - now, 3_600_000) : 0), 0)
+            handoff_avahi_elapse_time(&when, UInt32(until > now ? min(until - now, 3_600_000) : 0), 0)
             let context = Unmanaged.passUnretained(self).toOpaque()
             pacingTimer = handoff_avahi_timeout_new(poll.pointer, &when, pacingTrampoline, context)
         case .idle:
@@ -238,15 +244,15 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
     /// a new group starts without the hold-off avahi piles onto a group committed often. The
     /// service type's listing stays in its own group (`typeGroup`).
     private func commit() {
-        guard let client, avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING,
+        guard let client, handoff_avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING,
               let record, let name = registeredName else { return }
-        if let group { avahi_entry_group_free(group) }
+        if let group { handoff_avahi_entry_group_free(group) }
         group = nil
         if typeGroup == nil { publishServiceType(client) }
         let context = Unmanaged.passUnretained(self).toOpaque()
-        group = avahi_entry_group_new(client, groupTrampoline, context)
+        group = handoff_avahi_entry_group_new(client, groupTrampoline, context)
         guard let group else {
-            setState("error: cannot create an entry group: \(String(cString: avahi_strerror(avahi_client_errno(client))))")
+            setState("error: cannot create an entry group: \(String(cString: handoff_avahi_strerror(handoff_avahi_client_errno(client))))")
             return
         }
         var status = addServiceRecords(to: group, client: client, name: name, record: record)
@@ -254,9 +260,9 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
             renameAfterCollision()
             return
         }
-        if status >= 0 { status = avahi_entry_group_commit(group) }
+        if status >= 0 { status = handoff_avahi_entry_group_commit(group) }
         if status < 0 {
-            setState("error: cannot register \(ServiceRecord.serviceType): \(String(cString: avahi_strerror(status)))")
+            setState("error: cannot register \(ServiceRecord.serviceType): \(String(cString: handoff_avahi_strerror(status)))")
         } else {
             setState("registering \(name)")
         }
@@ -266,11 +272,11 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
     /// type to the instance (shared), and the instance's SRV and TXT (unique, so avahi probes
     /// them and reports a collision), with avahi's own TTLs.
     private func addServiceRecords(to group: OpaquePointer, client: OpaquePointer, name: String, record: ServiceRecord) -> Int32 {
-        let domain = String(cString: avahi_client_get_domain_name(client))
-        let host = String(cString: avahi_client_get_host_name_fqdn(client))
+        let domain = String(cString: handoff_avahi_client_get_domain_name(client))
+        let host = String(cString: handoff_avahi_client_get_host_name_fqdn(client))
         let typeLabels = ServiceRecordData.labels(ServiceRecord.serviceType) + ServiceRecordData.labels(domain)
         var instance = [CChar](repeating: 0, count: Int(AVAHI_DOMAIN_NAME_MAX))
-        guard avahi_service_name_join(&instance, instance.count, name, ServiceRecord.serviceType, domain) >= 0,
+        guard handoff_avahi_service_name_join(&instance, instance.count, name, ServiceRecord.serviceType, domain) >= 0,
               let pointer = ServiceRecordData.name([name] + typeLabels),
               let service = ServiceRecordData.service(port: servicePort, target: ServiceRecordData.labels(host)),
               let text = ServiceRecordData.text(record.txt) else { return Int32(AVAHI_ERR_INVALID_SERVICE_NAME) }
@@ -283,7 +289,7 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
 
     private func add(_ group: OpaquePointer, name: String, type: Int, ttl: UInt32, unique: Bool, _ data: [UInt8]) -> Int32 {
         data.withUnsafeBytes { bytes in
-            avahi_entry_group_add_record(group, interfaceIndex, AvahiProtocol(AVAHI_PROTO_UNSPEC),
+            handoff_avahi_entry_group_add_record(group, interfaceIndex, AvahiProtocol(AVAHI_PROTO_UNSPEC),
                                          AvahiPublishFlags(unique ? AVAHI_PUBLISH_UNIQUE.rawValue : 0), name,
                                          UInt16(AVAHI_DNS_CLASS_IN), UInt16(type), ttl, bytes.baseAddress, bytes.count)
         }
@@ -292,29 +298,29 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
     /// `_services._dns-sd._udp.local PTR _handoff._tcp.local`, once while this host publishes. A
     /// failure here costs only the listing of the type (browsing by type does not use it).
     private func publishServiceType(_ client: OpaquePointer) {
-        let domain = String(cString: avahi_client_get_domain_name(client))
-        guard let typeGroup = avahi_entry_group_new(client, typeGroupTrampoline, nil),
+        let domain = String(cString: handoff_avahi_client_get_domain_name(client))
+        guard let typeGroup = handoff_avahi_entry_group_new(client, typeGroupTrampoline, nil),
               let target = ServiceRecordData.name(ServiceRecordData.labels(ServiceRecord.serviceType) + ServiceRecordData.labels(domain)) else { return }
         self.typeGroup = typeGroup
         if add(typeGroup, name: "_services._dns-sd._udp.\(domain)", type: AVAHI_DNS_TYPE_PTR, ttl: 4500, unique: false, target) < 0
-            || avahi_entry_group_commit(typeGroup) < 0 {
-            avahi_entry_group_free(typeGroup)
+            || handoff_avahi_entry_group_commit(typeGroup) < 0 {
+            handoff_avahi_entry_group_free(typeGroup)
             self.typeGroup = nil
         }
     }
 
     /// Withdraws everything this host publishes.
     private func freeGroup() {
-        if let group { avahi_entry_group_free(group) }
+        if let group { handoff_avahi_entry_group_free(group) }
         group = nil
-        if let typeGroup { avahi_entry_group_free(typeGroup) }
+        if let typeGroup { handoff_avahi_entry_group_free(typeGroup) }
         typeGroup = nil
     }
 
     private func renameAfterCollision() {
-        guard let current = registeredName, let alternative = avahi_alternative_service_name(current) else { return }
+        guard let current = registeredName, let alternative = handoff_avahi_alternative_service_name(current) else { return }
         registeredName = String(cString: alternative)
-        avahi_free(alternative)
+        handoff_avahi_free(alternative)
         register()
     }
 
@@ -330,8 +336,8 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
         case AVAHI_ENTRY_GROUP_COLLISION:
             renameAfterCollision()
         case AVAHI_ENTRY_GROUP_FAILURE:
-            let error = client.map { avahi_client_errno($0) } ?? 0
-            setState("error: registration failed: \(String(cString: avahi_strerror(error)))")
+            let error = client.map { handoff_avahi_client_errno($0) } ?? 0
+            setState("error: registration failed: \(String(cString: handoff_avahi_strerror(error)))")
         default:
             break
         }
@@ -342,10 +348,10 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
     private func browse() {
         guard let client, browser == nil else { return }
         let context = Unmanaged.passUnretained(self).toOpaque()
-        browser = avahi_service_browser_new(client, interfaceIndex, AvahiProtocol(AVAHI_PROTO_UNSPEC), ServiceRecord.serviceType,
+        browser = handoff_avahi_service_browser_new(client, interfaceIndex, AvahiProtocol(AVAHI_PROTO_UNSPEC), ServiceRecord.serviceType,
                                             nil, AvahiLookupFlags(0), browserTrampoline, context)
         if browser == nil {
-            setState("error: cannot browse: \(String(cString: avahi_strerror(avahi_client_errno(client))))")
+            setState("error: cannot browse: \(String(cString: handoff_avahi_strerror(handoff_avahi_client_errno(client))))")
         }
     }
 
@@ -357,12 +363,12 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
             if flags.rawValue & AVAHI_LOOKUP_RESULT_OUR_OWN.rawValue != 0 { return }
             let context = Unmanaged.passUnretained(self).toOpaque()
             // Freed in its callback once it has answered.
-            _ = avahi_service_resolver_new(client, interface, `protocol`, name, type, domain, `protocol`,
+            _ = handoff_avahi_service_resolver_new(client, interface, `protocol`, name, type, domain, `protocol`,
                                            AvahiLookupFlags(0), resolverTrampoline, context)
         case AVAHI_BROWSER_REMOVE:
             observer?(.serviceLost(instance: name))
         case AVAHI_BROWSER_FAILURE:
-            setState("error: browsing failed: \(String(cString: avahi_strerror(avahi_client_errno(client))))")
+            setState("error: browsing failed: \(String(cString: handoff_avahi_strerror(handoff_avahi_client_errno(client))))")
         default:
             break
         }
@@ -421,21 +427,21 @@ private let browserTrampoline: AvahiServiceBrowserCallback = { _, interface, pro
 }
 
 private let resolverTrampoline: AvahiServiceResolverCallback = { resolver, interface, _, event, name, _, _, _, address, port, txt, _, userdata in
-    defer { if let resolver { avahi_service_resolver_free(resolver) } }
+    defer { if let resolver { handoff_avahi_service_resolver_free(resolver) } }
     guard event == AVAHI_RESOLVER_FOUND, let name else { return }
     var host: String?
     if let address {
         var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
-        avahi_address_snprint(&buffer, buffer.count, address)
+        handoff_avahi_address_snprint(&buffer, buffer.count, address)
         host = cText(buffer)
     }
     var strings: [String] = []
     var cursor = txt
     // Bounded: a hostile responder cannot make us collect without limit.
     while let entry = cursor, strings.count < 32 {
-        let bytes = UnsafeBufferPointer(start: avahi_string_list_get_text(entry), count: avahi_string_list_get_size(entry))
+        let bytes = UnsafeBufferPointer(start: handoff_avahi_string_list_get_text(entry), count: handoff_avahi_string_list_get_size(entry))
         strings.append(String(decoding: bytes, as: UTF8.self))
-        cursor = avahi_string_list_get_next(entry)
+        cursor = handoff_avahi_string_list_get_next(entry)
     }
     owner(userdata)?.resolved(interface: interface, name: String(cString: name), host: host, port: port, txt: strings)
 }
