@@ -288,12 +288,19 @@ public final class StreamConnection: Sendable {
                     let line = Array(state.buffer[..<newline])
                     state.buffer.removeFirst(newline + 1)
                     state.searched = 0
+                    // A long line is gone: a client waiting for its next short line keeps little memory.
+                    if state.buffer.isEmpty, state.scratch.count > Self.initialScratchBytes {
+                        state.buffer = []
+                        state.scratch = [UInt8](repeating: 0, count: Self.initialScratchBytes)
+                    }
                     return line
                 }
                 state.searched = state.buffer.count
                 guard state.buffer.count <= maxBytes else { throw SystemError("read line", errno: EMSGSIZE) }
                 do throws(SystemError) {
-                    try fill(&state, wanted: 64 * 1024)
+                    // The receive buffer grows only while a long line is arriving (every HandoffKit
+                    // client reads its replies and events here, most of them a few hundred bytes).
+                    try fill(&state, wanted: state.buffer.count >= Self.initialScratchBytes ? Self.maximumScratchBytes : Self.initialScratchBytes)
                 } catch {
                     if error.errno == ECONNRESET && state.buffer.isEmpty { return nil }
                     throw error

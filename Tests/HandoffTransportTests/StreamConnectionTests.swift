@@ -81,6 +81,21 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) -> @Sendable (In
         _ = trickle(3_000)
     }
 
+    /// A HandoffKit client waits in readLine for its replies and events: short lines leave its
+    /// buffers small, a long one grows them while it arrives, and they shrink once it is read.
+    @Test func shortLinesKeepTheBufferSmallAndALongOneDoesNotStay() throws {
+        let (local, peer) = try socketPair()
+        try peer.write(Array("{\"event\":\"offer\"}\n".utf8))
+        #expect(try local.readLine(maxBytes: 1 << 20) == Array("{\"event\":\"offer\"}".utf8))
+        #expect(local.scratchCapacity == StreamConnection.initialScratchBytes)
+        let long = [UInt8](repeating: 0x61, count: 200_000)
+        let writer = onThread { (try? peer.write(long + [0x0A] + Array("short\n".utf8))) != nil }
+        #expect(try local.readLine(maxBytes: 1 << 20) == long)
+        #expect(writer(5_000) == true)
+        #expect(try local.readLine(maxBytes: 1 << 20) == Array("short".utf8))
+        #expect(local.scratchCapacity == StreamConnection.initialScratchBytes)
+    }
+
     @Test func smallReadsKeepTheBufferSmall() throws {
         let (local, peer) = try socketPair()
         try peer.write([UInt8](repeating: 1, count: 100))
