@@ -47,6 +47,20 @@ public final class StreamConnection: Sendable {
         /// The first bytes of `buffer` known to hold no newline: a long line arriving in many reads
         /// is scanned once, not from its start at every read.
         var searched = 0
+
+        /// How much one read of a line asks for: the receive buffer grows only while a long line
+        /// is arriving (replies and events are mostly a few hundred bytes), so an idle client
+        /// holds little memory.
+        var lineReadBytes: Int {
+            buffer.count >= StreamConnection.initialScratchBytes ? StreamConnection.maximumScratchBytes : StreamConnection.initialScratchBytes
+        }
+
+        /// A long line is gone: lets its buffers go.
+        mutating func shrinkWhenEmpty() {
+            guard buffer.isEmpty, scratch.count > StreamConnection.initialScratchBytes else { return }
+            buffer = []
+            scratch = [UInt8](repeating: 0, count: StreamConnection.initialScratchBytes)
+        }
     }
 
     init(fd: Int32, remote: String, remoteHost: String? = nil) {
@@ -288,19 +302,13 @@ public final class StreamConnection: Sendable {
                     let line = Array(state.buffer[..<newline])
                     state.buffer.removeFirst(newline + 1)
                     state.searched = 0
-                    // A long line is gone: a client waiting for its next short line keeps little memory.
-                    if state.buffer.isEmpty, state.scratch.count > Self.initialScratchBytes {
-                        state.buffer = []
-                        state.scratch = [UInt8](repeating: 0, count: Self.initialScratchBytes)
-                    }
+                    state.shrinkWhenEmpty()
                     return line
                 }
                 state.searched = state.buffer.count
                 guard state.buffer.count <= maxBytes else { throw SystemError("read line", errno: EMSGSIZE) }
                 do throws(SystemError) {
-                    // The receive buffer grows only while a long line is arriving (every HandoffKit
-                    // client reads its replies and events here, most of them a few hundred bytes).
-                    try fill(&state, wanted: state.buffer.count >= Self.initialScratchBytes ? Self.maximumScratchBytes : Self.initialScratchBytes)
+                    try fill(&state, wanted: state.lineReadBytes)
                 } catch {
                     if error.errno == ECONNRESET && state.buffer.isEmpty { return nil }
                     throw error
@@ -354,13 +362,11 @@ public final class StreamConnection: Sendable {
     }
 
     /// Reads what is waiting (one recv) into the buffer `bufferedLines` takes lines from; never
-    /// blocks. Descriptors are checked as `readLine` checks them. The receive buffer grows only
-    /// while a long line is arriving, so an idle client holds little memory.
+    /// blocks. Descriptors are checked as `readLine` checks them; the buffer grows as there.
     public func receiveWaiting() throws(SystemError) -> Arrival {
         try readState.withLock { (state) throws(SystemError) -> Arrival in
             do throws(SystemError) {
-                try fill(&state, wanted: state.buffer.count >= Self.initialScratchBytes ? Self.maximumScratchBytes : Self.initialScratchBytes,
-                         flags: Int32(MSG_DONTWAIT))
+                try fill(&state, wanted: state.lineReadBytes, flags: Int32(MSG_DONTWAIT))
                 return .bytes
             } catch {
                 switch error.errno {
@@ -387,11 +393,7 @@ public final class StreamConnection: Sendable {
             }
             if start > 0 { state.buffer.removeFirst(start) }
             state.searched = state.buffer.count
-            // A long line is gone: an idle client does not keep its buffers' size.
-            if state.buffer.isEmpty, start > Self.initialScratchBytes {
-                state.buffer = []
-                state.scratch = [UInt8](repeating: 0, count: Self.initialScratchBytes)
-            }
+            state.shrinkWhenEmpty()
             guard state.buffer.count <= maxBytes else { throw SystemError("read line", errno: EMSGSIZE) }
             return lines
         }
