@@ -35,6 +35,7 @@ public final class BluetoothDiscovery: BluetoothPresence {
     /// One advertising or scanning sequence at a time.
     private let sequence = Locked(())
     private let stopped = Atomic<Bool>(false)
+    private let beaconCommands = SerialWorker(name: "hci beacon")
     /// The controller refuses legacy commands for good (it follows the kernel's extended ones): retrying is pointless.
     private let legacyRefused = Atomic<Bool>(false)
     public static let leEventMask: UInt64 = 0x0000_0000_000F_FFFF
@@ -176,9 +177,15 @@ public final class BluetoothDiscovery: BluetoothPresence {
 
     /// A new token (a new rotation period, or the first): advertise it now if the
     /// controller is up. nil stops advertising (Handoff disabled).
+    /// The commands wait for the controller's replies: on a thread of their own, in order, not
+    /// on the daemon's (which runs on the event loop).
     public func setBeacon(token: [UInt8]?) {
         let next = token.map { Beacon(companyID: configuration.companyID, token: $0) }
         beacon.withLock { $0 = next }
+        beaconCommands.async { [self] in applyBeacon(next) }
+    }
+
+    private func applyBeacon(_ next: Beacon?) {
         guard let driver = controller.withLock({ $0 }) else { return }
         do throws(HandoffError) {
             if let next {
@@ -197,6 +204,7 @@ public final class BluetoothDiscovery: BluetoothPresence {
     /// Switches off what this daemon switched on, and lets go of the controller.
     public func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        beaconCommands.close()
         if let driver = controller.withLock({ $0 }) {
             try? driver.executeIgnoringStatus(.leSetAdvertisingEnable(false))
             try? driver.executeIgnoringStatus(.leSetScanEnable(false, filterDuplicates: false))

@@ -11,7 +11,8 @@ import HandoffRuntime
 // service record with its rotating token.
 extension Daemon {
     func startDiscovery() throws(HandoffError) {
-        let inbox = ObservationInbox { [self] batch in await self.observe(batch) }
+        let inbox = ObservationInbox(schedule: { [self] drain in onActor { _ in drain() } },
+                                     deliver: { [self] batch in assumeIsolated { $0.observe(batch) } })
         sources.inbox = inbox
         let observer: @Sendable (DiscoveryObservation) -> Void = { observation in inbox.post(observation) }
         if configuration.discovery.contains(.multicast) {

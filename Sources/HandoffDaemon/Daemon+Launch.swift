@@ -75,7 +75,7 @@ extension Daemon {
     func launch(app: String, exec: String, desktopID: String, type: String, acceptID: Int64,
                 events: [Event], payload: PayloadBuffer) async -> Result<ObjectIdentifier, HandoffError> {
         let exited: @Sendable (Int32) -> Void = { [self] status in
-            Task { await self.launchedAppExited(acceptID, app: app, type: type, status: status) }
+            onActor { $0.launchedAppExited(acceptID, app: app, type: type, status: status) }
         }
         switch AppStarter.current.mode {
         case .userManager:
@@ -111,7 +111,7 @@ extension Daemon {
         return await withCheckedContinuation { waiter in
             accepts.waitForApp(acceptID, desktopID: desktopID, type: type,
                                wait: PendingDelivery(app: app, type: type, events: events, payload: payload, waiter: waiter))
-            loop.after(millis: bound) { Task { await self.endPending(acceptID, HandoffError(
+            loop.after(millis: bound) { self.onActor { $0.endPending(acceptID, HandoffError(
                     .app, "\(app) was started to continue \(type) but did not take it within \(bound / 1000) s: it did not start, or it does not declare \(type) when it runs.",
                     fix: "Start \(app) by hand and accept again; if it never continues \(type), its .desktop file (\(desktopID)) declares a type the app does not.")) } }
         }

@@ -27,7 +27,7 @@ extension Daemon {
         let session = LocalSession(connection: connection, loop: loop, stallMillis: UInt64(Self.localSendTimeoutMillis))
         session.start(onLine: { [self] session, line in received(line, on: session) }, onClose: { [self] session in
             release()
-            Task { await self.unsubscribe(session.connection) }
+            onActor { $0.unsubscribe(session.connection) }
         })
     }
 
@@ -65,7 +65,7 @@ extension Daemon {
     private nonisolated func hand(_ envelope: RequestEnvelope, on session: LocalSession) {
         do throws(HandoffError) {
             let activity = try Self.publishedPayload(envelope.request, connection: session.connection)
-            Task { await self.reply(to: envelope, payloadActivity: activity, session: session) }
+            onActor(async: { await $0.reply(to: envelope, payloadActivity: activity, session: session) })
         } catch {
             session.send(line: JSONWriter.line(Reply(id: envelope.id, outcome: .failure(error)).json))
             session.requestDone()

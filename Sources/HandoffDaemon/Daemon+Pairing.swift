@@ -179,7 +179,7 @@ extension Daemon {
         return await withCheckedContinuation { continuation in
             pairing.listeners[id] = continuation
             announce()
-            loop.after(millis: UInt64(seconds) * 1000) { Task { await self.closeListener(id) } }
+            loop.after(millis: UInt64(seconds) * 1000) { self.onActor { $0.closeListener(id) } }
         }
     }
 
@@ -253,7 +253,7 @@ extension Daemon {
                     }
                     try initiatePairing(over: channel, session: id, ownName: ownName, peerName: peerName)
                 } catch {
-                    waitFor { await self.pairingEnded(id, .failure(error)) }
+                    onActorWaiting { $0.pairingEnded(id, .failure(error)) }
                 }
             }
         }
@@ -380,7 +380,7 @@ extension Daemon {
     nonisolated func respondToPairing(over channel: SecureChannel) throws(HandoffError) {
         // The handshake was answered only because pairing was open; take the session now or refuse.
         let host = StreamListener.sourceKey(channel.connection.remoteHost ?? channel.connection.remote)
-        guard let id = waitFor({ await self.acceptPairingRequest(from: host) }) else {
+        guard let id = onActorWaiting({ $0.acceptPairingRequest(from: host) }) else {
             try channel.send(.refusal(.init(code: .trust, message: "pairing is not open here")))
             return
         }
@@ -398,7 +398,7 @@ extension Daemon {
                                         responder: identity.publicKey, initiatorNonce: theirNonce, responderNonce: nonce)
             try decideAndConfirm(over: channel, session: id, offer: .init(session: id, code: code, name: theirName, key: channel.session.peerKey))
         } catch {
-            waitFor { await self.pairingEnded(id, .failure(error)) }
+            onActorWaiting { $0.pairingEnded(id, .failure(error)) }
         }
     }
 
@@ -433,7 +433,7 @@ extension Daemon {
         let material = TrustStore.PairMaterial(
             agreementKey: keys.agreementKey, discoverySecret: keys.discoverySecret,
             sealChain: .seed(exporterKey: channel.session.exporterKey, epoch: min(epoch, keys.epoch) &- 1))
-        let stored = waitFor { await self.storePairing(offer, material) }
+        let stored = onActorWaiting { $0.storePairing(offer, material) }
         var theirsStored = false
         do throws(HandoffError) {
             try channel.send(.pairStored(stored.isSuccess))
@@ -445,11 +445,11 @@ extension Daemon {
         case let .failure(error):
             throw error
         case let .success(before) where !theirsStored:
-            waitFor { await self.rollBackPairing(to: before, offer) }
+            onActorWaiting { $0.rollBackPairing(to: before, offer) }
             throw HandoffError(.storage, "\(offer.name) could not store the pairing (or the connection ended first), so this host did not keep it either.",
                                fix: "Check the state directory on \(offer.name) (disk full or read-only?), then pair again.")
         case .success:
-            waitFor { await self.pairingEnded(id, .success(offer)) }
+            onActorWaiting { $0.pairingEnded(id, .success(offer)) }
         }
     }
 
@@ -511,7 +511,7 @@ extension Daemon {
             pairing.sessions[offer.session] = .codeShown(offer, decision: continuation)
             let session = offer.session
             loop.after(millis: UInt64(PairingState.decisionTimeoutSeconds) * 1000) {
-                Task { await self.expireDecision(session) }
+                self.onActor { $0.expireDecision(session) }
             }
         }
     }

@@ -131,7 +131,7 @@ extension Daemon {
         case let .open(open): request = open
         default: throw HandoffError(.payloadInvalid, "The peer did not start the stream with open.", fix: "Make sure both hosts run the same handoff version.")
         }
-        let admission = waitFor { await self.admitStream(request, from: requester, channel: channel) }
+        let admission = onActorWaiting { $0.admitStream(request, from: requester, channel: channel) }
         guard case let .admit(relay) = admission else {
             if case let .refuse(refusal) = admission { try Self.sendControl(.refused(refusal), over: channel) }
             return

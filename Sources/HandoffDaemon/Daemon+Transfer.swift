@@ -50,14 +50,14 @@ extension Daemon {
         case .fetch, .stream:
             // Computing the hints happens here, on the connection's thread, not on the actor; the
             // candidates come from the actor only when the paired set changed since it last said.
-            let candidates = fixed.handshakeCandidates.withLock { $0 } ?? waitFor { await self.handshakeCandidates() }
+            let candidates = fixed.handshakeCandidates.withLock { $0 } ?? onActorWaiting { $0.handshakeCandidates() }
             guard let match = candidates.first(where: { hello.isFrom($0.secrets) }) else {
-                waitFor { await self.countStrangerHandshake() }
+                onActor { $0.countStrangerHandshake() }
                 return .refuse(.init(code: .trust, message: "this device is not paired here"))
             }
             return .answer(psk: match.secrets.handshakePSK, expectedClient: match.key)
         case .pair:
-            switch waitFor({ await self.pairingAvailability(host: source) }) {
+            switch onActorWaiting({ $0.pairingAvailability(host: source) }) {
             case .open: return .answer(psk: Handshake.openPSK, expectedClient: nil)
             case .closed: return .refuse(.init(code: .trust, message: "pairing is not open here"))
             case .busy: return .refuse(.init(code: .trust, message: "too many devices are pairing here right now"))
@@ -94,7 +94,7 @@ extension Daemon {
             let admission = admit(request, from: requester)
             // Counted, logged and told to subscribers on the actor; the payload does not wait for that.
             let remote = channel.connection.remote
-            Task { await self.record(admission, from: requester, remote: remote, offset: request.offset) }
+            onActor { $0.record(admission, from: requester, remote: remote, offset: request.offset) }
             reply = admission.frame
             offset = Int(request.offset)
         } else {
@@ -405,7 +405,7 @@ extension Daemon {
             }
             // The first attempt goes where the peer was just now (read on the actor above); a
             // resume asks the actor again, since the peer may have moved.
-            let (result, timing) = Daemon.fetch(offer: offer, firstRoute: fallback, route: { waitFor { await self.route(to: peerKey) } ?? fallback },
+            let (result, timing) = Daemon.fetch(offer: offer, firstRoute: fallback, route: { self.onActorWaiting { $0.route(to: peerKey) } ?? fallback },
                                                 peerName: name, identity: identity, secrets: secrets, timeoutMillis: timeout,
                                                 events: events, links: links, interfaces: interfaces)
             if case let .success(fetched) = result {
@@ -431,14 +431,14 @@ extension Daemon {
         let (peerID, name) = (peer.deviceID.description, peer.name)
         return FetchEvents(
             progress: { bytes, total, rate in
-                waitFor { await self.broadcast(.progress(TransferProgress(acceptID: acceptID, peer: peerID, type: type, bytes: Int64(bytes),
+                self.onActor { $0.broadcast(.progress(TransferProgress(acceptID: acceptID, peer: peerID, type: type, bytes: Int64(bytes),
                                                                           total: Int64(total), bytesPerSecond: Double(rate)))) }
             },
             waiting: { until, reason in
-                waitFor { await self.transferWaiting(acceptID: acceptID, peer: peerID, name: name, untilMillis: until, reason: reason) }
+                self.onActor { $0.transferWaiting(acceptID: acceptID, peer: peerID, name: name, untilMillis: until, reason: reason) }
             },
             resumed: { fromByte in
-                waitFor { await self.transferResumed(acceptID: acceptID, peer: peerID, fromByte: fromByte) }
+                self.onActor { $0.transferResumed(acceptID: acceptID, peer: peerID, fromByte: fromByte) }
             })
     }
 

@@ -49,6 +49,9 @@ public actor Daemon {
     nonisolated var startedAtMillis: UInt64 { fixed.startedAtMillis }
     /// Where its deadlines run, and its time (`DaemonConfiguration.loop`).
     nonisolated var loop: EventLoop { fixed.configuration.loop }
+    /// The actor runs on that loop's thread: what arrives there reaches the actor without a
+    /// hand-off to another thread (`onActor`).
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
     nonisolated var clock: any LoopClock { fixed.configuration.loop.clock }
 
     var trust: TrustStore {
@@ -177,8 +180,8 @@ public actor Daemon {
             sources.desktopWatcher = watcher
             clients.declarations.disk.watch { watcher.changes() }
         }
-        sources.timer = WakeTimer(loop: loop) { [self] in Task { await self.wake() } }
-        sources.networkWatcher = NetworkChangeWatcher(interfaces: fixed.interfaces) { [self] in Task { await self.networkChanged() } }
+        sources.timer = WakeTimer(loop: loop) { [self] in onActor { $0.wake() } }
+        sources.networkWatcher = NetworkChangeWatcher(interfaces: fixed.interfaces) { [self] in onActor { $0.networkChanged() } }
         try startDiscovery()
         discovery.multicast?.refreshInterfaces()
         // Nobody is known yet: every paired device gets a first contact, which it answers.
@@ -213,27 +216,30 @@ public actor Daemon {
         }
     }
 
-    /// Says goodbye so peers drop this host at once, then stops every path and
-    /// listener. Never blocks the actor: the subscribers' last events are
-    /// written by `finish(subscribers:)`, off the actor, within a bound.
+    /// Says goodbye so peers drop this host at once and stops every listener. Never blocks
+    /// the actor (which runs on the loop): the discovery paths stop, and the subscribers get
+    /// their last events, in `ShutdownHandle.finish`, off the loop, within a bound.
     public func shutdown() -> ShutdownHandle {
         log.info("stopping")
         sources.stopAll()
         sayGoodbye()
         saveReplayState()
         failActiveAccepts()
-        for path in discovery.paths { path.stop() }
         server.listener?.stop()
         unlink(configuration.socketPath)
-        return ShutdownHandle(sessions: clients.subscribers.removeAll())
+        return ShutdownHandle(paths: discovery.paths, sessions: clients.subscribers.removeAll())
     }
 
-    /// What is left to do after `shutdown()`, on the caller's thread.
+    /// What is left to do after `shutdown()`, on the caller's thread (not the loop's).
     public struct ShutdownHandle: Sendable {
+        let paths: [any DiscoveryPath]
         let sessions: [LocalSession]
 
-        /// Gives subscribers at most `millis` to take their last events, then disconnects them.
+        /// Stops the discovery paths (Bluetooth withdraws its beacon, which takes the loop and
+        /// bluetoothd's replies, or HCI commands), then gives subscribers at most `millis` to take
+        /// their last events and disconnects them.
         public func finish(withinMillis millis: Int) {
+            for path in paths { path.stop() }
             LocalSession.finish(sessions, withinMillis: millis)
         }
     }

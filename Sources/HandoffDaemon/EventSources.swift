@@ -32,5 +32,6 @@ struct EventSources {
         desktopWatcher?.stop()
         networkWatcher?.stop()
         localAPI?.stop()
+        inbox?.close()
     }
 }

@@ -6,8 +6,8 @@ import HandoffRuntime
 /// Between discovery (the event loop's sockets, a Bluetooth backend) and the daemon actor. Anyone on the link can
 /// send datagrams (and anyone in radio range beacons), so what they cost is
 /// bounded here, before the actor sees them: a budget per source and overall,
-/// a queue of fixed capacity, and one drain task at a time that hands the
-/// actor whole batches. A flood costs a token-bucket check per datagram and
+/// a queue of fixed capacity, and one drain at a time, on the actor, that takes
+/// whole batches. A flood costs a token-bucket check per datagram and
 /// is dropped (counted) rather than queued without limit.
 final class ObservationInbox: Sendable {
     /// Drops for `status`, by reason.
@@ -19,6 +19,8 @@ final class ObservationInbox: Sendable {
     private struct State: ~Copyable {
         var queue: [DiscoveryObservation] = []
         var draining = false
+        /// The daemon stopped: what the paths still hear until they stop is dropped.
+        var closed = false
         var network: SourceBudget
         var radio: SourceBudget
         var counters = Counters()
@@ -26,7 +28,9 @@ final class ObservationInbox: Sendable {
 
     static let capacity = 512
     private let state: Locked<State>
-    private let deliver: @Sendable ([DiscoveryObservation]) async -> Void
+    /// Runs the drain where the batches go (the daemon's actor), later, in order.
+    private let schedule: @Sendable (@escaping @Sendable () -> Void) -> Void
+    private let deliver: @Sendable ([DiscoveryObservation]) -> Void
 
     /// A paired host sends at most ten announcements a second, each one
     /// datagram per paired device of its own and path, all seen here from its
@@ -38,7 +42,9 @@ final class ObservationInbox: Sendable {
     static let beaconOverallRate = SourceBudget.Rate(perSecond: 1_000, burst: 1_000)
     static let maximumSources = 1_024
 
-    init(deliver: @escaping @Sendable ([DiscoveryObservation]) async -> Void) {
+    init(schedule: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+         deliver: @escaping @Sendable ([DiscoveryObservation]) -> Void) {
+        self.schedule = schedule
         self.deliver = deliver
         state = Locked(State(
             network: SourceBudget(perSource: Self.datagramRate, overall: Self.datagramOverallRate, maximumSources: Self.maximumSources),
@@ -51,6 +57,7 @@ final class ObservationInbox: Sendable {
     func post(_ observation: DiscoveryObservation) {
         let now = monotonicMillis()
         let startDrain = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
             switch observation {
             case let .announcement(_, host, _):
                 guard state.network.allow(host, nowMillis: now) else {
@@ -74,10 +81,18 @@ final class ObservationInbox: Sendable {
             state.draining = true
             return true
         }
-        if startDrain { Task { await drain() } }
+        if startDrain { schedule { [self] in drain() } }
     }
 
-    private func drain() async {
+    /// Takes nothing more; a batch already queued is dropped too.
+    func close() {
+        state.withLock { state in
+            state.closed = true
+            state.queue.removeAll()
+        }
+    }
+
+    private func drain() {
         while true {
             let batch = state.withLock { state -> [DiscoveryObservation] in
                 let batch = state.queue
@@ -86,7 +101,7 @@ final class ObservationInbox: Sendable {
                 return batch
             }
             guard !batch.isEmpty else { return }
-            await deliver(batch)
+            deliver(batch)
         }
     }
 }

@@ -279,6 +279,33 @@ public final class EventLoop: Sendable {
 
 }
 
+/// The loop as an actor's executor: the daemon's actor runs on the loop's thread, so a request
+/// that arrives there is handled without a hand-off to another thread, and the one hand-off a
+/// fetch needs (to its thread and back) is the only one (issue 21). As a task's executor
+/// preference it also takes what such a task runs outside the actor: a continuation resumed
+/// from another thread (a fetch's) comes back to the loop, not by way of the global executor.
+extension EventLoop: SerialExecutor, TaskExecutor {
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        execute { [self] in job.runSynchronously(on: asUnownedSerialExecutor()) }
+    }
+
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
+    }
+
+    /// Work the loop runs (handlers, posted work) is isolated to the actors it executes.
+    public func checkIsolated() {
+        precondition(inLoop, "\(name): expected to run on the loop's thread")
+    }
+
+    public func isIsolatingCurrentContext() -> Bool? { inLoop }
+}
+
 /// The clock an event loop's deadlines count on, and the time of whoever runs on that loop:
 /// the system's clocks in the programs, one a test moves by hand in the in-process harness.
 public protocol LoopClock: Sendable {
