@@ -10,7 +10,8 @@ import HandoffRuntime
 
 /// The daemon's single owner of state: identity, trust, the published
 /// activity, the peer table and the clients.subscribers. Socket threads and discovery
-/// callbacks hop onto this actor; blocking I/O runs on threads of its own.
+/// callbacks reach this actor on the event loop's thread, which is its executor
+/// (`onActor`); blocking I/O runs on threads of its own.
 public actor Daemon {
     /// What is set once, in `init`, and never changes: read from any thread.
     struct Fixed: Sendable {

@@ -155,7 +155,7 @@ enum DaemonProgram {
             fail("\(error.message)\nFix: \(error.fix)")
         }
 
-        // The daemon runs on Swift concurrency's executors (EventExecutor's threads);
+        // The daemon's actor runs on the event loop's thread, other tasks on EventExecutor's;
         // the main thread only takes the stop signals, which every other thread blocks.
         Task {
             do throws(HandoffError) {
