@@ -3,24 +3,9 @@ import Glibc
 import HandoffTransport
 import HandoffRuntime
 
-/// Runs async work from a plain thread (socket threads) and waits for it.
-/// Only ever called from threads we created, never from the cooperative pool,
-/// so blocking here cannot starve Swift concurrency.
-func waitFor<T: Sendable>(_ operation: @escaping @Sendable () async -> T) -> T {
-    let result = Locked<T?>(nil)
-    let done = Signals(value: 0)
-    Task {
-        let value = await operation()
-        result.withLock { $0 = value }
-        done.signal()
-    }
-    done.wait()
-    return result.withLock { $0! }
-}
-
-/// Runs blocking work (a socket exchange) on a thread of its own and awaits it,
-/// so an actor never blocks while a peer is slow. The caller's actor stays the
-/// caller's executor: the work's result comes back to it in one hand-off.
+/// Runs blocking work (a socket exchange) on a pooled thread and awaits it, so an
+/// actor never blocks while a peer is slow. It starts from the caller's actor, and in a
+/// task that prefers the loop (`onActor(async:)`) the result comes back in one hand-off.
 func onThread<T: Sendable>(name: String, isolation: isolated (any Actor)? = #isolation,
                            _ work: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation(isolation: isolation) { continuation in
@@ -56,6 +41,20 @@ extension Daemon {
             result.withLock { $0 = work(daemon) }
             done.signal()
         }
+        done.wait()
+        return result.withLock { $0! }
+    }
+
+    /// `onActorWaiting` for async work (a pairing that waits for our user's decision).
+    nonisolated func onActorWaiting<T: Sendable>(async work: @escaping @Sendable (isolated Daemon) async -> T) -> T {
+        precondition(!loop.inLoop, "waiting for the actor on its own thread")
+        let result = Locked<T?>(nil)
+        let done = Signals(value: 0)
+        onActor(async: { daemon in
+            let value = await work(daemon)
+            result.withLock { $0 = value }
+            done.signal()
+        })
         done.wait()
         return result.withLock { $0! }
     }

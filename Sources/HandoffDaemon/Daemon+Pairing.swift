@@ -407,7 +407,7 @@ extension Daemon {
     /// stored them: the pairing is kept on both sides or on neither.
     private nonisolated func decideAndConfirm(over channel: SecureChannel, session id: Int,
                                               offer: PairingState.Offer) throws(HandoffError) {
-        let accepted = waitFor { await self.pairingReady(offer) }
+        let accepted = onActorWaiting(async: { await $0.pairingReady(offer) })
         try channel.send(.pairConfirm(accepted: accepted))
         guard case let .pairConfirm(theirs) = try channel.receive() else {
             throw HandoffError(.payloadInvalid, "Expected the other side's confirmation.", fix: "Pair again.")

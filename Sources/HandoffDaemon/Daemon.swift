@@ -217,6 +217,23 @@ public actor Daemon {
         }
     }
 
+    /// `start()` from the program's main thread: it runs on the loop, and `failed` (on the loop)
+    /// hears why it could not. No task, so handoffd at rest needs no executor thread.
+    public nonisolated func startOnLoop(failed: @escaping @Sendable (HandoffError) -> Void) {
+        onActor { daemon in
+            do throws(HandoffError) {
+                try daemon.start()
+            } catch {
+                failed(error)
+            }
+        }
+    }
+
+    /// `shutdown()` from a plain thread (handoffd's main thread, which took the stop signal).
+    public nonisolated func shutdownWaiting() -> ShutdownHandle {
+        onActorWaiting { $0.shutdown() }
+    }
+
     /// Says goodbye so peers drop this host at once and stops every listener. Never blocks
     /// the actor (which runs on the loop): the discovery paths stop, and the subscribers get
     /// their last events, in `ShutdownHandle.finish`, off the loop, within a bound.

@@ -52,7 +52,7 @@ enum DaemonProgram {
             """)
 
         /// handoffd cannot start: the message says why; exit status 1.
-        func fail(_ message: String) -> Never {
+        @Sendable func fail(_ message: String) -> Never {
             writeStandardError("Error: \(message)\n")
             exit(1)
         }
@@ -155,26 +155,23 @@ enum DaemonProgram {
             fail("\(error.message)\nFix: \(error.fix)")
         }
 
-        // The daemon's actor runs on the event loop's thread, other tasks on EventExecutor's;
-        // the main thread only takes the stop signals, which every other thread blocks.
-        Task {
-            do throws(HandoffError) {
-                try await daemon.start()
-            } catch {
-                fail("\(error.message)\nFix: \(error.fix)")
-            }
-        }
+        // The daemon's actor runs on the event loop's thread (tasks that belong to no actor on
+        // EventExecutor's, started only when one is made); the main thread only takes the stop
+        // signals, which every other thread blocks.
+        daemon.startOnLoop { error in fail("\(error.message)\nFix: \(error.fix)") }
         while true {
             var number: Int32 = 0
             guard sigwait(&stopSignals, &number) == 0 else { continue }
             // However the shutdown goes, the process ends: a daemon that ignores
-            // SIGTERM would be killed without its goodbye anyway.
-            EventLoop.shared.after(millis: 3000) { exit(0) }
-            Task.detached {
-                let remaining = await daemon.shutdown()
-                remaining.finish(withinMillis: 1000)
+            // SIGTERM would be killed without its goodbye anyway. A thread of its own, so a
+            // loop that is stuck cannot hold it.
+            Threads.start("stop deadline") {
+                Threads.sleep(seconds: 3)
                 exit(0)
             }
+            let remaining = daemon.shutdownWaiting()
+            remaining.finish(withinMillis: 1000)
+            exit(0)
         }
     }
 }
