@@ -21,13 +21,15 @@ public struct TestHost: Sendable {
 
     /// Starts a daemon named `name`; with `directory`, one that ran before (a restart keeps its state).
     /// On `loop` (a test's, on a `ManualClock`: its deadlines and time move when the test says).
+    /// `paths` join the hub's (a test's own discovery path).
     public static func start(_ name: String, hub: LoopbackHub, directory: String? = nil,
-                             announceIntervalMillis: UInt64 = 1_000, loop: EventLoop = .shared) async throws -> TestHost {
+                             announceIntervalMillis: UInt64 = 1_000, loop: EventLoop = .shared,
+                             paths: [any DiscoveryPath] = []) async throws -> TestHost {
         let directory = try directory ?? TemporaryDirectory.make(prefix: "handoff-host-\(name)")
         if mkdir(directory + "/run", 0o700) != 0 && errno != EEXIST { throw SystemError("mkdir") }
         var configuration = DaemonConfiguration(stateDirectory: directory + "/state", socketPath: directory + "/run/handoff.sock", name: name)
         configuration.discovery = []
-        configuration.extraDiscoveryPaths = [hub.path()]
+        configuration.extraDiscoveryPaths = [hub.path()] + paths
         configuration.transferPort = 0
         configuration.transferPortGiven = true
         configuration.announceIntervalMillis = announceIntervalMillis
