@@ -34,27 +34,23 @@ extension Daemon {
     /// Runs `work` on the actor and waits for it, from a thread of ours (a connection's, a
     /// fetch's), never the loop's: one hand-off each way.
     nonisolated func onActorWaiting<T: Sendable>(_ work: @escaping @Sendable (isolated Daemon) -> T) -> T {
-        precondition(!loop.inLoop, "waiting for the actor on its own thread")
-        let result = Locked<T?>(nil)
-        let done = Signals(value: 0)
-        onActor { daemon in
-            result.withLock { $0 = work(daemon) }
-            done.signal()
-        }
-        done.wait()
-        return result.withLock { $0! }
+        waitingForTheActor { finish in onActor { finish(work($0)) } }
     }
 
     /// `onActorWaiting` for async work (a pairing that waits for our user's decision).
     nonisolated func onActorWaiting<T: Sendable>(async work: @escaping @Sendable (isolated Daemon) async -> T) -> T {
+        waitingForTheActor { finish in onActor(async: { finish(await work($0)) }) }
+    }
+
+    /// Starts work that hands its result to `finish`, and waits for that on this (plain) thread.
+    private nonisolated func waitingForTheActor<T: Sendable>(_ start: (@escaping @Sendable (T) -> Void) -> Void) -> T {
         precondition(!loop.inLoop, "waiting for the actor on its own thread")
         let result = Locked<T?>(nil)
         let done = Signals(value: 0)
-        onActor(async: { daemon in
-            let value = await work(daemon)
+        start { value in
             result.withLock { $0 = value }
             done.signal()
-        })
+        }
         done.wait()
         return result.withLock { $0! }
     }
