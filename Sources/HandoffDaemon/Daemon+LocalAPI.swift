@@ -350,7 +350,8 @@ extension Daemon {
     private func budgetStatus() -> JSONValue {
         func listener(_ listener: StreamListener?) -> JSONValue {
             guard let counters = listener?.counters else { return .null }
-            return ["active": .integer(Int64(counters.active)), "refusedOverLimit": .integer(Int64(counters.refusedOverLimit)),
+            return ["active": .integer(Int64(counters.active)), "windingDown": .integer(Int64(counters.windingDown)),
+                    "refusedOverLimit": .integer(Int64(counters.refusedOverLimit)),
                     "acceptFailures": .integer(Int64(counters.acceptFailures)), "evictedUnproven": .integer(Int64(counters.evictedUnproven)),
                     "handshakesRefused": .integer(Int64(counters.handshakesRefused))]
         }

@@ -57,13 +57,17 @@ public final class StreamListener: Sendable {
     private let acceptFailures = Atomic<Int>(0)
 
     struct ActiveConnections: ~Copyable {
+        /// Connections holding a place: served and not evicted.
         var total = 0
         var bySource: [String: Int] = [:]
         var rate: SourceBudget?
         var preferredRate: SourceBudget?
         /// Served connections in arrival order, for eviction (only with `evictsUnproven`).
-        var served: [(serial: UInt64, connection: StreamConnection)] = []
+        var served: [(serial: UInt64, source: String, connection: StreamConnection)] = []
         var nextSerial: UInt64 = 0
+        /// Evicted connections whose threads have not ended yet. They hold no place (a new
+        /// connection must not wait for a thread the scheduler has not run yet), only a thread.
+        var windingDown: Set<UInt64> = []
     }
     /// Connections closed to make room for a newer one (they had not proven who they are).
     private let evicted = Atomic<Int>(0)
@@ -96,7 +100,10 @@ public final class StreamListener: Sendable {
 
     /// Counters for `status`.
     public struct Counters: Sendable, Equatable {
+        /// Connections holding a place.
         public var active: Int
+        /// Evicted connections whose threads are still ending.
+        public var windingDown: Int
         public var refusedOverLimit: Int
         public var acceptFailures: Int
         public var evictedUnproven: Int
@@ -104,7 +111,8 @@ public final class StreamListener: Sendable {
     }
 
     public var counters: Counters {
-        Counters(active: active.withLock { $0.total }, refusedOverLimit: refused.load(ordering: .relaxed),
+        let (total, windingDown) = active.withLock { ($0.total, $0.windingDown.count) }
+        return Counters(active: total, windingDown: windingDown, refusedOverLimit: refused.load(ordering: .relaxed),
                  acceptFailures: acceptFailures.load(ordering: .relaxed), evictedUnproven: evicted.load(ordering: .relaxed),
                  handshakesRefused: handshakesRefused.load(ordering: .relaxed))
     }
@@ -256,25 +264,20 @@ public final class StreamListener: Sendable {
     }
 
     /// The connection's serial when it may be served now, nil when it is refused. A full pool
-    /// with `evictsUnproven` closes its oldest connection that has not proven who it is; its
-    /// thread ends and releases the slot. Until then the pool holds at most twice `total`.
+    /// with `evictsUnproven` closes its oldest connection that has not proven who it is, and the
+    /// new one takes its place at once. The evicted connection's thread is still ending: at most
+    /// `total` such threads at once, so threads stay within twice `total`, but a paired device's
+    /// address (`setPreferredSources`) is admitted past that bound, within its own rate: a
+    /// stranger's flood must not keep it waiting for threads the scheduler has not run yet.
     private func admit(_ connection: StreamConnection, source: String, limits: ConnectionLimits) -> UInt64? {
-        active.withLock { active in
+        let preferredSource = preferred.withLock { $0.contains(source) }
+        return active.withLock { active in
             let fromSource = active.bySource[source, default: 0]
             guard fromSource < limits.perSource else { return nil }
-            if active.total >= limits.total {
-                // The oldest that has sent nothing (an idle stranger), else the oldest unproven one.
-                func evictable(_ entry: (UInt64, StreamConnection)) -> Bool { !entry.1.isProven && !entry.1.isClosed }
-                guard limits.evictsUnproven, active.total < 2 * limits.total,
-                      let oldest = active.served.firstIndex(where: { evictable($0) && $0.connection.hasSentNothing })
-                          ?? active.served.firstIndex(where: evictable) else { return nil }
-                active.served[oldest].connection.close()
-                evicted.add(1, ordering: .relaxed)
-            }
             if let perSource = limits.perSourceRate {
                 // Per source only: the costly part, the handshake, has its own overall rate (`allowHandshake`).
                 let unlimited = SourceBudget.Rate(perSecond: 1e9, burst: 1e9)
-                if preferred.withLock({ $0.contains(source) }) {
+                if preferredSource {
                     // A paired device's address: its own, higher rate.
                     if active.preferredRate == nil {
                         active.preferredRate = SourceBudget(perSource: limits.preferredSourceRate ?? perSource, overall: unlimited,
@@ -286,16 +289,34 @@ public final class StreamListener: Sendable {
                     guard active.rate!.allow(source, nowMillis: monotonicMillis(), countingOverall: false) else { return nil }
                 }
             }
+            if active.total >= limits.total {
+                // The oldest that has sent nothing (an idle stranger), else the oldest unproven one.
+                func evictable(_ entry: (serial: UInt64, source: String, connection: StreamConnection)) -> Bool {
+                    !entry.connection.isProven && !entry.connection.isClosed
+                }
+                guard limits.evictsUnproven, preferredSource || active.windingDown.count < limits.total,
+                      let oldest = active.served.firstIndex(where: { evictable($0) && $0.connection.hasSentNothing })
+                          ?? active.served.firstIndex(where: evictable) else { return nil }
+                let (serial, evictedSource, evicted) = active.served.remove(at: oldest)
+                evicted.close()
+                active.total -= 1
+                let left = active.bySource[evictedSource, default: 1] - 1
+                active.bySource[evictedSource] = left > 0 ? left : nil
+                active.windingDown.insert(serial)
+                self.evicted.add(1, ordering: .relaxed)
+            }
             active.total += 1
             active.bySource[source] = fromSource + 1
             active.nextSerial += 1
-            if limits.evictsUnproven { active.served.append((active.nextSerial, connection)) }
+            if limits.evictsUnproven { active.served.append((active.nextSerial, source, connection)) }
             return active.nextSerial
         }
     }
 
     private func release(source: String, serial: UInt64) {
         active.withLock { active in
+            // An evicted connection gave up its place when it was evicted.
+            if active.windingDown.remove(serial) != nil { return }
             active.total -= 1
             let left = active.bySource[source, default: 1] - 1
             active.bySource[source] = left > 0 ? left : nil

@@ -231,6 +231,10 @@ import HandoffRuntime
         func turnedAway() -> Int { listener.counters.evictedUnproven + listener.counters.refusedOverLimit }
         waitFor(millis: 10_000) { turnedAway() >= 120 - 8 }
         #expect(turnedAway() == 120 - 8)
+        // And for the evicted ones' threads to end: until then a device from an address not known
+        // as a paired one's may be refused (the next test), which is not what this one is about.
+        waitFor(millis: 10_000) { listener.counters.windingDown == 0 }
+        #expect(listener.counters.windingDown == 0)
         // Devices that say hello: the first three (the burst) are answered, the fourth is not.
         let address = try SocketAddress(host: "127.0.0.1", port: listener.port)
         var replies: [[UInt8]?] = []
@@ -246,6 +250,58 @@ import HandoffRuntime
         #expect(listener.counters.handshakesRefused == 1)
         #expect(turnedAway() >= 100)
         devices.forEach { $0.close() }
+    }
+
+    /// Regression (found as a flaky test under load): evicted strangers' threads, not yet run by
+    /// the scheduler, held places, and a paired device arriving during the flood was refused.
+    /// An evicted connection now gives up its place at once; at most `total` of them wind down
+    /// before other strangers are refused, and a paired device's address is admitted regardless.
+    @Test func aPairedDeviceIsAdmittedWhileEvictedConnectionsWindDown() throws {
+        let listener = try StreamListener.tcp(port: 0)
+        // Evicted connections stay "winding down" until the test lets their threads end.
+        let windDown = Locked(false)
+        listener.run(name: "test", limits: ConnectionLimits(total: 2, perSource: 8, perSourceRate: .init(perSecond: 100, burst: 100),
+                                                            evictsUnproven: true)) { connection in
+            guard let hello = try? connection.read(exactly: 1) else {
+                while !windDown.withLock({ $0 }) { usleep(5_000) }
+                return
+            }
+            try? connection.write(hello)
+            _ = try? connection.read(exactly: 1)
+        }
+        defer { windDown.withLock { $0 = true }; listener.stop() }
+        var strangers: [Int32] = []
+        defer { strangers.forEach { _ = Glibc.close($0) } }
+        func strangerConnects() throws { strangers.append(try Self.connection(from: "127.0.0.2", to: listener.port)) }
+        // Two strangers fill the pool; two more evict them, whose threads do not end.
+        for expected in 1...2 {
+            try strangerConnects()
+            waitFor { listener.counters.active == expected }
+        }
+        for evicted in 1...2 {
+            try strangerConnects()
+            waitFor { listener.counters.evictedUnproven == evicted }
+        }
+        #expect(listener.counters.active == 2)
+        #expect(listener.counters.windingDown == 2)
+        // A third eviction would pass the bound: the next stranger is refused.
+        try strangerConnects()
+        waitFor { listener.counters.refusedOverLimit == 1 }
+        #expect(listener.counters.refusedOverLimit == 1)
+        #expect(listener.counters.windingDown == 2)
+        // A paired device's address is admitted past it (it evicts a stranger) and answered.
+        listener.setPreferredSources(["127.0.0.1"])
+        let device = try Self.client(to: SocketAddress(host: "127.0.0.1", port: listener.port))
+        defer { device.close() }
+        try device.write([0x48])
+        #expect(try device.read(exactly: 1) == [0x48])
+        #expect(listener.counters.windingDown == 3)
+        #expect(listener.counters.active == 2)
+        // When the evicted threads end, their count goes, and the places stay as they are.
+        windDown.withLock { $0 = true }
+        waitFor { listener.counters.windingDown == 0 }
+        #expect(listener.counters.windingDown == 0)
+        #expect(listener.counters.active == 2)
     }
 
     /// A paired device's address is never held to the handshake rate.
