@@ -44,7 +44,9 @@ let package = Package(
         // Command lines and their help, one declaration per command, and the programs' common start.
         .target(name: "HandoffCommandLine", dependencies: ["HandoffCore"]),
         // Ed25519 identities, signatures and BLAKE2b digests over libsodium.
-        .target(name: "HandoffCrypto", dependencies: ["CSodium", "HandoffCore"]),
+        // AES-256-GCM on the vector AES and carry-less multiply instructions, for the records.
+        .target(name: "CAESGCM"),
+        .target(name: "HandoffCrypto", dependencies: ["CSodium", "CAESGCM", "HandoffCore"]),
         // Sockets: UDP multicast discovery, the transfer socket, the local API socket.
         // Linux calls Swift's Glibc module does not import: memfd_create, seals, SCM_RIGHTS.
         .target(name: "CLinux"),

@@ -9,12 +9,12 @@ public struct RecordCiphers: OptionSet, Sendable, Hashable {
     public static let xchacha20poly1305 = RecordCiphers(rawValue: 1 << 0)
     public static let aes256gcm = RecordCiphers(rawValue: 1 << 1)
 
-    /// What this host runs: AES-256-GCM only where libsodium finds the CPU's AES and
-    /// carry-less multiply instructions (there it is the faster of the two; without them
-    /// libsodium has no AES-GCM at all).
+    /// What this host runs: AES-256-GCM only where the CPU has AES and carry-less multiply
+    /// instructions (there it is the faster of the two, on `AESGCM`'s fastest engine;
+    /// without them libsodium has no AES-GCM at all).
     public static let available: RecordCiphers = {
         Sodium.ensureReady()
-        return crypto_aead_aes256gcm_is_available() == 1 ? [.xchacha20poly1305, .aes256gcm] : .xchacha20poly1305
+        return AESGCM.engines.isEmpty ? .xchacha20poly1305 : [.xchacha20poly1305, .aes256gcm]
     }()
 }
 
@@ -111,20 +111,14 @@ public final class AESGCMStream: @unchecked Sendable {
     // @unchecked Sendable: each direction of a channel is used by one thread at a time
     // (the channel's reader or its writer), never concurrently.
     static let context = Array("handoff/aes-records/v5".utf8)
-    private let state: UnsafeMutableRawPointer
+    private let cipher: AESGCM
     private var counter: UInt64 = 0
 
     init(key: [UInt8], header: [UInt8]) {
-        precondition(RecordCiphers.available.contains(.aes256gcm), "AES-256-GCM chosen on a host without AES instructions")
         var recordKey = Blake2b.keyed(Self.context + header, key: key)
         defer { Sodium.wipe(&recordKey) }
-        state = .allocate(byteCount: crypto_aead_aes256gcm_statebytes(), alignment: 16)
-        _ = crypto_aead_aes256gcm_beforenm(state.assumingMemoryBound(to: crypto_aead_aes256gcm_state.self), recordKey)
-    }
-
-    deinit {
-        sodium_memzero(state, crypto_aead_aes256gcm_statebytes())
-        state.deallocate()
+        guard let cipher = AESGCM(key: recordKey) else { preconditionFailure("AES-256-GCM chosen on a host without AES instructions") }
+        self.cipher = cipher
     }
 
     /// The next record's nonce; the counter moves on only past an authentic record.
@@ -139,22 +133,23 @@ public final class AESGCMStream: @unchecked Sendable {
         counter += 1
         var associated = tag
         output.storeBytes(of: tag, as: UInt8.self)
-        let cipher = (output + 1).assumingMemoryBound(to: UInt8.self)
-        _ = crypto_aead_aes256gcm_encrypt_detached_afternm(cipher, cipher + plaintext.count, nil,
-                                                            plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                                                            UInt64(plaintext.count), &associated, 1, nil, nonce,
-                                                            state.assumingMemoryBound(to: crypto_aead_aes256gcm_state.self))
+        withUnsafeBytes(of: &associated) { associated in
+            nonce.withUnsafeBytes { nonce in
+                cipher.seal(plaintext, associated: associated, nonce: nonce, into: output + 1, tag: output + 1 + plaintext.count)
+            }
+        }
     }
 
     func pull(_ ciphertext: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer) -> UInt8? {
         guard ciphertext.count >= RecordStream.overheadBytes else { return nil }
         let length = ciphertext.count - RecordStream.overheadBytes
         var tag = ciphertext[0]
-        let body = ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self) + 1
-        let status = crypto_aead_aes256gcm_decrypt_detached_afternm(output.assumingMemoryBound(to: UInt8.self), nil,
-                                                                     body, UInt64(length), body + length, &tag, 1, nonce,
-                                                                     state.assumingMemoryBound(to: crypto_aead_aes256gcm_state.self))
-        guard status == 0 else { return nil }
+        let body = UnsafeRawBufferPointer(rebasing: ciphertext[1..<(1 + length)])
+        let gcmTag = UnsafeRawBufferPointer(rebasing: ciphertext[(1 + length)...])
+        let authentic = withUnsafeBytes(of: &tag) { associated in
+            nonce.withUnsafeBytes { nonce in cipher.open(body, tag: gcmTag, associated: associated, nonce: nonce, into: output) }
+        }
+        guard authentic else { return nil }
         counter += 1
         return tag
     }

@@ -87,6 +87,59 @@ enum CryptoTargets {
         }
     }
 
+    /// The records' two AES-256-GCM engines against each other (ours on VAES, libsodium's):
+    /// key (32) || nonce (12) || associated length (1, up to 32) || associated data || the rest.
+    /// The rest sealed gives the same bytes from both, and opens in both; the rest taken as a
+    /// record (ciphertext || 16-byte tag), as a peer would send it, is refused or opened alike.
+    static func aesGCM(_ input: [UInt8]) {
+        guard AESGCM.engines.contains(.vector), input.count >= 45 else { return }
+        let key = Array(input[0..<32]), nonce = Array(input[32..<44])
+        let associatedEnd = min(45 + Int(input[44]) % 33, input.count)
+        let associated = Array(input[45..<associatedEnd]), rest = Array(input[associatedEnd...])
+        guard let vector = AESGCM(key: key, engine: .vector), let sodium = AESGCM(key: key, engine: .sodium) else { return }
+        let ours = seal(vector, rest, associated: associated, nonce: nonce)
+        let theirs = seal(sodium, rest, associated: associated, nonce: nonce)
+        check(ours == theirs, "both engines seal the same bytes")
+        check(open(vector, ours, associated: associated, nonce: nonce) == rest, "the vector engine opens what it sealed")
+        check(open(sodium, ours, associated: associated, nonce: nonce) == rest, "libsodium opens what the vector engine sealed")
+        guard rest.count >= AESGCM.tagBytes else { return }
+        check(open(vector, rest, associated: associated, nonce: nonce) == open(sodium, rest, associated: associated, nonce: nonce),
+              "both engines refuse or open a received record alike")
+    }
+
+    /// Ciphertext || tag.
+    private static func seal(_ cipher: AESGCM, _ plaintext: [UInt8], associated: [UInt8], nonce: [UInt8]) -> [UInt8] {
+        var sealed = [UInt8](repeating: 0, count: plaintext.count + AESGCM.tagBytes)
+        plaintext.withUnsafeBytes { input in
+            associated.withUnsafeBytes { associated in
+                nonce.withUnsafeBytes { nonce in
+                    sealed.withUnsafeMutableBytes { output in
+                        cipher.seal(input, associated: associated, nonce: nonce, into: output.baseAddress!,
+                                    tag: output.baseAddress! + plaintext.count)
+                    }
+                }
+            }
+        }
+        return sealed
+    }
+
+    /// The plaintext of ciphertext || tag, or nil when refused.
+    private static func open(_ cipher: AESGCM, _ sealed: [UInt8], associated: [UInt8], nonce: [UInt8]) -> [UInt8]? {
+        let length = sealed.count - AESGCM.tagBytes
+        var output = [UInt8](repeating: 0, count: max(length, 1))
+        let opened = sealed.withUnsafeBytes { sealed in
+            associated.withUnsafeBytes { associated in
+                nonce.withUnsafeBytes { nonce in
+                    output.withUnsafeMutableBytes {
+                        cipher.open(UnsafeRawBufferPointer(rebasing: sealed[..<length]), tag: UnsafeRawBufferPointer(rebasing: sealed[length...]),
+                                    associated: associated, nonce: nonce, into: $0.baseAddress!)
+                    }
+                }
+            }
+        }
+        return opened ? Array(output.prefix(length)) : nil
+    }
+
     /// The daemon's whole path for one datagram from the network, trusting A.
     static func datagram(_ input: [UInt8]) {
         var table = PeerTable(ownKey: b.publicKey, fingerprint: Ed25519.deviceID(of:))
