@@ -32,6 +32,8 @@ public actor Daemon {
         /// What a served fetch is decided by, as the actor last changed it (its observers on
         /// trust, settings and offering), so a fetch's thread decides without a trip to the actor.
         let servable = Locked(Servable())
+        /// Writes the replay state, off the loop unless it must be on disk before going on.
+        let replayWriter: ReplayStateWriter
     }
 
     struct Servable: Sendable {
@@ -97,7 +99,7 @@ public actor Daemon {
         try stateDirectory.prepare()
         let (identity, created) = try stateDirectory.loadOrCreateIdentity()
         fixed = Fixed(configuration: configuration, log: log, identity: identity, deviceID: identity.deviceID, stateDirectory: stateDirectory,
-                      startedAtMillis: configuration.loop.clock.monotonicMillis())
+                      startedAtMillis: configuration.loop.clock.monotonicMillis(), replayWriter: ReplayStateWriter(directory: stateDirectory))
         trust = try TrustStore.load(from: stateDirectory)
         settings = try Settings.load(from: stateDirectory)
         peers = PeerTable(ownKey: identity.publicKey, fingerprint: Ed25519.deviceID(of:))
@@ -241,7 +243,7 @@ public actor Daemon {
         log.info("stopping")
         sources.stopAll()
         sayGoodbye()
-        saveReplayState()
+        saveReplayState(now: true)
         failActiveAccepts()
         server.listener?.stop()
         unlink(configuration.socketPath)
@@ -365,19 +367,34 @@ public actor Daemon {
 
     /// A sequence past the reservation on disk moves it up there before the sequence is sent.
     func reserve(_ reservation: Offering.Reservation) {
-        if reservation == .mustSave { saveReplayState() }
+        if reservation == .mustSave { saveReplayState(now: true) }
     }
 
-    /// Writes the replay state if it changed; a failure is logged (the daemon
-    /// keeps running; after a restart the clock still orders most sequences).
-    func saveReplayState() {
+    /// Writes the replay state if it changed: on a pooled thread, or with `now` before
+    /// returning (a reservation must be on disk before its sequences are sent). A failure is
+    /// logged (the daemon keeps running; after a restart the clock still orders most sequences).
+    func saveReplayState(now: Bool = false) {
         offering.replaySavedAtMillis = clock.wallMillis()
         guard let state = offering.replayToSave(highest: peers.highestSequences.filter { trust.contains($0.key) }) else { return }
+        guard now else {
+            fixed.replayWriter.writeLater(state) { [self] result in onActor { $0.replayStateWritten(result) } }
+            return
+        }
         do {
-            try state.save(to: stateDirectory)
-            offering.replaySaved(state)
+            try fixed.replayWriter.writeNow(state)
+            // Posted as the writer's reports are, so it comes after theirs.
+            onActor { $0.replayStateWritten(.success(state)) }
         } catch {
             log.warning("cannot save the replay state: \(error.message)")
+        }
+    }
+
+    /// Every write's report arrives in the order the writes were made (each is posted to the
+    /// loop after its write), so the last one is what the disk holds.
+    private func replayStateWritten(_ result: Result<ReplayState, HandoffError>) {
+        switch result {
+        case let .success(state): offering.replaySaved(state)
+        case let .failure(error): log.warning("cannot save the replay state: \(error.message)")
         }
     }
 
