@@ -306,7 +306,8 @@ public final class StreamListener: Sendable {
                 self.evicted.add(1, ordering: .relaxed)
             }
             active.total += 1
-            active.bySource[source] = fromSource + 1
+            // Not `fromSource + 1`: the evicted connection may have been from this source too.
+            active.bySource[source, default: 0] += 1
             active.nextSerial += 1
             if limits.evictsUnproven { active.served.append((active.nextSerial, source, connection)) }
             return active.nextSerial

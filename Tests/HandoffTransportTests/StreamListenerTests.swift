@@ -304,6 +304,26 @@ import HandoffRuntime
         #expect(listener.counters.active == 2)
     }
 
+    /// An evicted connection from the same source as the one evicting it: the source's count
+    /// is what it holds (two), not one more, so its next connection evicts too, not refused.
+    @Test func aSourceEvictingItsOwnConnectionKeepsItsCount() throws {
+        let listener = try StreamListener.tcp(port: 0)
+        listener.run(name: "test", limits: ConnectionLimits(total: 2, perSource: 3, evictsUnproven: true)) { connection in
+            _ = try? connection.read(exactly: 1)
+        }
+        defer { listener.stop() }
+        let address = try SocketAddress(host: "127.0.0.1", port: listener.port)
+        var connections: [StreamConnection] = []
+        defer { connections.forEach { $0.close() } }
+        for expected in 1...4 {
+            connections.append(try Self.client(to: address))
+            waitFor { listener.counters.active + listener.counters.evictedUnproven + listener.counters.refusedOverLimit == expected }
+        }
+        #expect(listener.counters.evictedUnproven == 2)
+        #expect(listener.counters.refusedOverLimit == 0)
+        #expect(listener.counters.active == 2)
+    }
+
     /// A paired device's address is never held to the handshake rate.
     @Test func aPreferredSourceIsNotHeldToTheHandshakeRate() throws {
         let listener = try StreamListener.tcp(port: 0)
