@@ -37,26 +37,26 @@ size_t handoff_aesgcm_context_alignment(void) { return _Alignof(struct handoff_a
 
 // MARK: - AES-256
 
-VECTOR static inline __m128i expand_even(__m128i previous, __m128i assist) {
-    assist = _mm_shuffle_epi32(assist, 0xff);
-    __m128i shifted = _mm_slli_si128(previous, 4);
-    previous = _mm_xor_si128(previous, shifted);
+/// Each 32-bit word XORed with every word below it: the key schedule's running XOR.
+VECTOR static inline __m128i xor_lower_words(__m128i words) {
+    __m128i shifted = _mm_slli_si128(words, 4);
+    words = _mm_xor_si128(words, shifted);
     shifted = _mm_slli_si128(shifted, 4);
-    previous = _mm_xor_si128(previous, shifted);
+    words = _mm_xor_si128(words, shifted);
     shifted = _mm_slli_si128(shifted, 4);
-    previous = _mm_xor_si128(previous, shifted);
-    return _mm_xor_si128(previous, assist);
+    return _mm_xor_si128(words, shifted);
 }
 
+/// Round keys 2, 4, ..., 14: from the one two before, with the rotated, substituted last word
+/// of the one before (`assist`, from aeskeygenassist with the round constant).
+VECTOR static inline __m128i expand_even(__m128i previous, __m128i assist) {
+    return _mm_xor_si128(xor_lower_words(previous), _mm_shuffle_epi32(assist, 0xff));
+}
+
+/// Round keys 3, 5, ..., 13: from the one two before, with the substituted (not rotated) last
+/// word of the even key just made.
 VECTOR static inline __m128i expand_odd(__m128i even, __m128i previous) {
-    __m128i assist = _mm_shuffle_epi32(_mm_aeskeygenassist_si128(even, 0), 0xaa);
-    __m128i shifted = _mm_slli_si128(previous, 4);
-    previous = _mm_xor_si128(previous, shifted);
-    shifted = _mm_slli_si128(shifted, 4);
-    previous = _mm_xor_si128(previous, shifted);
-    shifted = _mm_slli_si128(shifted, 4);
-    previous = _mm_xor_si128(previous, shifted);
-    return _mm_xor_si128(previous, assist);
+    return _mm_xor_si128(xor_lower_words(previous), _mm_shuffle_epi32(_mm_aeskeygenassist_si128(even, 0), 0xaa));
 }
 
 VECTOR static void expand_key(__m128i keys[15], const uint8_t key[32]) {

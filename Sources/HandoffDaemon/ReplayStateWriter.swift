@@ -73,10 +73,7 @@ final class ReplayStateWriter: Sendable {
     func writeNow(_ state: ReplayState) throws(HandoffError) {
         // Dropped first, so the write under way is not followed by a state this one replaces.
         queue.withLock { $0.pending = nil }
-        _ = queue.wait(until: { !$0.writing }) { queue in
-            queue.pending = nil
-            queue.writing = true
-        }
+        _ = queue.wait(until: { !$0.writing }) { $0.writing = true }
         defer {
             // A state given meanwhile from another thread is written after this one.
             let more = queue.withLockWakingWaiters { queue in
