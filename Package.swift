@@ -44,11 +44,14 @@ let package = Package(
         // Command lines and their help, one declaration per command, and the programs' common start.
         .target(name: "HandoffCommandLine", dependencies: ["HandoffCore"]),
         // Ed25519 identities, signatures and BLAKE2b digests over libsodium.
-        // AES-256-GCM on the vector AES and carry-less multiply instructions, for the records.
-        // Optimized in every configuration: at -O0 it is 20 times slower than libsodium, and debug
-        // builds (the tests, the lab) carry 64 MiB payloads through it.
-        .target(name: "CAESGCM", cSettings: [.unsafeFlags(["-O2"])]),
-        .target(name: "HandoffCrypto", dependencies: ["CSodium", "CAESGCM", "HandoffCore"]),
+        // AES-256-GCM for the records through OpenSSL 3's EVP interface (Debian's libssl-dev;
+        // libcrypto is on every desktop already).
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .target(name: "HandoffCrypto", dependencies: ["CSodium", "CCrypto", "HandoffCore"]),
         // Sockets: UDP multicast discovery, the transfer socket, the local API socket.
         // Linux calls Swift's Glibc module does not import: memfd_create, seals, SCM_RIGHTS.
         .target(name: "CLinux"),

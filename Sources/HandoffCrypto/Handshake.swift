@@ -54,18 +54,38 @@ public enum Handshake {
         public var needsPairSecrets: Bool { self != .pair }
     }
 
-    /// What a completed handshake gives both sides.
-    public struct Session: Sendable {
+    /// What a completed handshake gives both sides. Its keys are wiped when the last
+    /// reference goes (the channel that holds it closes); nothing else keeps a copy.
+    public final class Session: @unchecked Sendable {
+        // @unchecked Sendable: every property is set in init and only read after; deinit
+        // alone writes (the wipe), when nothing else can read.
         public let purpose: Purpose
         /// The records' cipher (XChaCha20-Poly1305 with a host before version 5).
         public let cipher: RecordCipher
         public let peerKey: DeviceKey
-        public let sendKey: [UInt8]
-        public let receiveKey: [UInt8]
+        public private(set) var sendKey: [UInt8]
+        public private(set) var receiveKey: [UInt8]
         /// Binds everything exchanged; pairing derives its code from it.
         public let transcriptHash: [UInt8]
         /// A secret of this session for keys outside the channel (pairing seeds the seal chain with it).
-        public let exporterKey: [UInt8]
+        public private(set) var exporterKey: [UInt8]
+
+        init(purpose: Purpose, cipher: RecordCipher, peerKey: DeviceKey, sendKey: [UInt8], receiveKey: [UInt8],
+             transcriptHash: [UInt8], exporterKey: [UInt8]) {
+            self.purpose = purpose
+            self.cipher = cipher
+            self.peerKey = peerKey
+            self.sendKey = sendKey
+            self.receiveKey = receiveKey
+            self.transcriptHash = transcriptHash
+            self.exporterKey = exporterKey
+        }
+
+        deinit {
+            Sodium.wipe(&sendKey)
+            Sodium.wipe(&receiveKey)
+            Sodium.wipe(&exporterKey)
+        }
     }
 
     /// A client's first message, parsed (version first, so an old client hears which version to install).
@@ -207,7 +227,8 @@ public enum Handshake {
             var secret = Handshake.secret(shared: shared, psk: psk)
             defer { Sodium.wipe(&secret) }
             let h1 = hash(transcriptContext, hello, serverEphemeral)
-            let handshakeKey = Blake2b.keyed(handshakeKeyContext + h1, key: secret)
+            var handshakeKey = Blake2b.keyed(handshakeKeyContext + h1, key: secret)
+            defer { Sodium.wipe(&handshakeKey) }
             let (serverKey, trailer) = try openIdentity(sealed, signed: serverContext + h1, trailerBytes: offered == nil ? 0 : 1,
                                                         key: handshakeKey, counter: 1, associatedData: serverEphemeral)
             let cipher: RecordCipher
@@ -243,6 +264,16 @@ public enum Handshake {
             self.supported = supported
         }
 
+        deinit { wipePending() }
+
+        /// The handshake's secrets go with the server when no session took them.
+        private func wipePending() {
+            guard var pending = self.pending else { return }
+            self.pending = nil
+            Sodium.wipe(&pending.secret)
+            Sodium.wipe(&pending.handshakeKey)
+        }
+
         /// The server's answer to `hello` under `psk`; `expectedClient` is the device the hint named, if any.
         /// To a version 5 hello it adds the record cipher it chose, signed and sealed with its identity.
         public func answer(_ hello: Hello, psk: [UInt8], expectedClient: DeviceKey?) throws(HandoffError) -> [UInt8] {
@@ -251,6 +282,7 @@ public enum Handshake {
             let secret = Handshake.secret(shared: shared, psk: psk)
             let h1 = hash(transcriptContext, hello.bytes, ephemeral.publicKey)
             let handshakeKey = Blake2b.keyed(handshakeKeyContext + h1, key: secret)
+            wipePending()
             let current = hello.version == Handshake.version
             let cipher = current ? RecordCipher.choose(offered: hello.offered, supported: supported) : .xchacha20poly1305
             let sealed = sealIdentity(identity, signing: serverContext + h1, trailer: current ? [cipher.rawValue] : [], key: handshakeKey,
@@ -261,7 +293,13 @@ public enum Handshake {
 
         /// Checks the client's identity; the handshake is then complete.
         public func receive(clientAuth: [UInt8]) throws(HandoffError) -> Session {
-            guard let pending else { throw failure("authentication before hello") }
+            // Taken out, so this is the secrets' one reference and the wipe reaches them.
+            guard var pending = self.pending else { throw failure("authentication before hello") }
+            self.pending = nil
+            defer {
+                Sodium.wipe(&pending.secret)
+                Sodium.wipe(&pending.handshakeKey)
+            }
             guard clientAuth.count == clientAuthBytes else { throw failure("the client's authentication has the wrong size") }
             let (clientKey, _) = try openIdentity(clientAuth, signed: clientContext + pending.h2, key: pending.handshakeKey,
                                                   counter: 2, associatedData: [])
@@ -270,7 +308,6 @@ public enum Handshake {
             }
             let h3 = hash(pending.h2, clientAuth)
             let keys = sessionKeys(secret: pending.secret, transcript: h3)
-            self.pending = nil
             return Session(purpose: pending.purpose, cipher: pending.cipher, peerKey: clientKey, sendKey: keys.serverToClient,
                            receiveKey: keys.clientToServer, transcriptHash: h3, exporterKey: keys.exporter)
         }

@@ -1,4 +1,5 @@
 import CSodium
+import Glibc
 import HandoffCore
 
 /// The ciphers a version 5 hello offers for the records after the handshake (Docs/PROTOCOL.md, "Records").
@@ -9,13 +10,22 @@ public struct RecordCiphers: OptionSet, Sendable, Hashable {
     public static let xchacha20poly1305 = RecordCiphers(rawValue: 1 << 0)
     public static let aes256gcm = RecordCiphers(rawValue: 1 << 1)
 
-    /// What this host runs: AES-256-GCM only where the CPU has AES and carry-less multiply
-    /// instructions (there it is the faster of the two, on `AESGCM`'s fastest engine;
-    /// without them libsodium has no AES-GCM at all).
+    /// What this host runs: AES-256-GCM (OpenSSL) only where the CPU has AES and carry-less
+    /// multiply instructions, where it is the faster of the two; XChaCha20-Poly1305 (libsodium)
+    /// everywhere. `HANDOFF_RECORD_CIPHERS=xchacha20poly1305` in the environment forces the
+    /// fallback (Docs/SECURITY.md), so one machine can run both.
     public static let available: RecordCiphers = {
         Sodium.ensureReady()
-        return AESGCM.engines.isEmpty ? .xchacha20poly1305 : [.xchacha20poly1305, .aes256gcm]
+        return offered(cpuHasAES: !AESGCM.engines.isEmpty, environment: getenv(forcedVariable).map { String(cString: $0) })
     }()
+
+    public static let forcedVariable = "HANDOFF_RECORD_CIPHERS"
+
+    /// What a host offers, given its CPU and the value of `HANDOFF_RECORD_CIPHERS` (nil when unset).
+    public static func offered(cpuHasAES: Bool, environment: String?) -> RecordCiphers {
+        if environment == "xchacha20poly1305" { return .xchacha20poly1305 }
+        return cpuHasAES ? [.xchacha20poly1305, .aes256gcm] : .xchacha20poly1305
+    }
 }
 
 /// The cipher a handshake settled on.
@@ -69,11 +79,15 @@ public enum RecordStream: Sendable {
         }
     }
 
-    /// Encrypts `plaintext` into `output`, which must hold `plaintext.count + overheadBytes` bytes.
-    public func push(_ plaintext: UnsafeRawBufferPointer, tag: UInt8, into output: UnsafeMutableRawPointer) {
+    /// Encrypts `plaintext` into `output`, which must hold `plaintext.count + overheadBytes` bytes;
+    /// false, and nothing to send, once the direction's key has sealed all it may (`AESGCMStream.recordLimit`).
+    public func push(_ plaintext: UnsafeRawBufferPointer, tag: UInt8, into output: UnsafeMutableRawPointer) -> Bool {
         switch self {
-        case let .xchacha20poly1305(stream): stream.push(plaintext, tag: tag, into: output)
-        case let .aes256gcm(stream): stream.push(plaintext, tag: tag, into: output)
+        case let .xchacha20poly1305(stream):
+            stream.push(plaintext, tag: tag, into: output)
+            return true
+        case let .aes256gcm(stream):
+            return stream.push(plaintext, tag: tag, into: output)
         }
     }
 
@@ -85,9 +99,12 @@ public enum RecordStream: Sendable {
         }
     }
 
+    /// The sealed record, for tests and the fuzz targets; channels use the buffer form, which
+    /// reports a used-up key instead of stopping here.
     public func push(_ plaintext: [UInt8], tag: UInt8) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: plaintext.count + Self.overheadBytes)
-        plaintext.withUnsafeBytes { input in out.withUnsafeMutableBytes { push(input, tag: tag, into: $0.baseAddress!) } }
+        let sealed = plaintext.withUnsafeBytes { input in out.withUnsafeMutableBytes { push(input, tag: tag, into: $0.baseAddress!) } }
+        precondition(sealed, "the direction's key has sealed all it may")
         return out
     }
 
@@ -106,19 +123,29 @@ public enum RecordStream: Sendable {
 /// "handoff/aes-records/v5" || header; record n has nonce 4 zero bytes || n
 /// (u64 BE), starting at 0. A record is tag (1, in the clear) || ciphertext ||
 /// GCM tag (16), with the tag byte as associated data, so a dropped, reordered,
-/// replayed or altered record, or a changed tag, fails to decrypt.
+/// replayed or altered record, or a changed tag, fails to decrypt. A direction's key
+/// seals at most `recordLimit` records (each at most 1 MiB, far below GCM's message
+/// limit): past it push refuses and pull fails, so no nonce is ever used twice.
 public final class AESGCMStream: @unchecked Sendable {
     // @unchecked Sendable: each direction of a channel is used by one thread at a time
     // (the channel's reader or its writer), never concurrently.
     static let context = Array("handoff/aes-records/v5".utf8)
+    /// 2^32 records, as NIST SP 800-38D bounds the invocations of one key; 4 PiB at 1 MiB a record.
+    public static let recordLimit: UInt64 = 1 << 32
     private let cipher: AESGCM
-    private var counter: UInt64 = 0
+    private var counter: UInt64
 
-    init(key: [UInt8], header: [UInt8]) {
+    init(key: [UInt8], header: [UInt8], startingAt counter: UInt64 = 0) {
         var recordKey = Blake2b.keyed(Self.context + header, key: key)
         defer { Sodium.wipe(&recordKey) }
         guard let cipher = AESGCM(key: recordKey) else { preconditionFailure("AES-256-GCM chosen on a host without AES instructions") }
         self.cipher = cipher
+        self.counter = counter
+    }
+
+    /// A stream whose key has already sealed `counter` records: the limit's test.
+    public static func resumed(key: [UInt8], header: [UInt8], at counter: UInt64) -> RecordStream {
+        .aes256gcm(AESGCMStream(key: key, header: header, startingAt: counter))
     }
 
     /// The next record's nonce; the counter moves on only past an authentic record.
@@ -128,12 +155,13 @@ public final class AESGCMStream: @unchecked Sendable {
         return nonce
     }
 
-    func push(_ plaintext: UnsafeRawBufferPointer, tag: UInt8, into output: UnsafeMutableRawPointer) {
+    func push(_ plaintext: UnsafeRawBufferPointer, tag: UInt8, into output: UnsafeMutableRawPointer) -> Bool {
+        guard counter < Self.recordLimit else { return false }
         let nonce = self.nonce
         counter += 1
         var associated = tag
         output.storeBytes(of: tag, as: UInt8.self)
-        withUnsafeBytes(of: &associated) { associated in
+        return withUnsafeBytes(of: &associated) { associated in
             nonce.withUnsafeBytes { nonce in
                 cipher.seal(plaintext, associated: associated, nonce: nonce, into: output + 1, tag: output + 1 + plaintext.count)
             }
@@ -141,7 +169,7 @@ public final class AESGCMStream: @unchecked Sendable {
     }
 
     func pull(_ ciphertext: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer) -> UInt8? {
-        guard ciphertext.count >= RecordStream.overheadBytes else { return nil }
+        guard ciphertext.count >= RecordStream.overheadBytes, counter < Self.recordLimit else { return nil }
         let length = ciphertext.count - RecordStream.overheadBytes
         var tag = ciphertext[0]
         let body = UnsafeRawBufferPointer(rebasing: ciphertext[1..<(1 + length)])

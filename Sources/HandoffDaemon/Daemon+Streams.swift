@@ -218,9 +218,10 @@ extension Daemon {
     nonisolated static func sendControl(_ frame: ContinuationStreamFrame, over channel: SecureChannel) throws(HandoffError) {
         let plaintext = frame.encoded()
         var record = [UInt8](repeating: 0, count: 4 + plaintext.count + RecordStream.overheadBytes)
-        let count = plaintext.withUnsafeBytes { input in
+        let sealed = plaintext.withUnsafeBytes { input in
             record.withUnsafeMutableBytes { channel.sealRecord(input, tag: ContinuationStreamFrame.Tag.push, into: $0.baseAddress!) }
         }
+        guard let count = sealed else { throw SecureChannel.keyUsedUp(channel.connection.remote) }
         do {
             try channel.connection.write(Array(record[0..<count]))
         } catch {
@@ -394,7 +395,10 @@ final class StreamRelay: @unchecked Sendable {
             while true {
                 let count = try app.readSome(into: plain)
                 let tag = count == 0 ? ContinuationStreamFrame.Tag.final : ContinuationStreamFrame.Tag.message
-                let sealed = channel.sealRecord(UnsafeRawBufferPointer(rebasing: plain[0..<count]), tag: tag, into: record.baseAddress!)
+                // A used-up key ends the stream as a lost connection would.
+                guard let sealed = channel.sealRecord(UnsafeRawBufferPointer(rebasing: plain[0..<count]), tag: tag, into: record.baseAddress!) else {
+                    return false
+                }
                 try channel.connection.write(UnsafeRawBufferPointer(rebasing: record[0..<sealed]))
                 if count == 0 { return true }
             }

@@ -163,10 +163,11 @@ final class SecureChannel: FrameChannel {
         if record.count != 4 + sealedLength {
             record = [UInt8](unsafeUninitializedCapacity: 4 + sealedLength) { _, count in count = 4 + sealedLength }
         }
-        record.withUnsafeMutableBytes { buffer in
+        let sealed = record.withUnsafeMutableBytes { buffer in
             buffer.storeBytes(of: UInt32(sealedLength).bigEndian, as: UInt32.self)
-            sender.push(plaintext, tag: last ? RecordStream.tagPush : RecordStream.tagMessage, into: buffer.baseAddress! + 4)
+            return sender.push(plaintext, tag: last ? RecordStream.tagPush : RecordStream.tagMessage, into: buffer.baseAddress! + 4)
         }
+        guard sealed else { throw Self.keyUsedUp(connection.remote) }
         do {
             try connection.write(record)
         } catch {
@@ -394,12 +395,18 @@ private func typed<R>(_ body: () throws -> R) throws(HandoffError) -> R {
 
 extension SecureChannel {
     /// Seals `plaintext` under `tag` as `u32 BE length || ciphertext` into `output`
-    /// (room for 4 + plaintext + overhead bytes); returns how many bytes it wrote.
-    func sealRecord(_ plaintext: UnsafeRawBufferPointer, tag: UInt8, into output: UnsafeMutableRawPointer) -> Int {
+    /// (room for 4 + plaintext + overhead bytes); returns how many bytes it wrote, nil once
+    /// the direction's key has sealed all it may.
+    func sealRecord(_ plaintext: UnsafeRawBufferPointer, tag: UInt8, into output: UnsafeMutableRawPointer) -> Int? {
         let sealedLength = plaintext.count + RecordStream.overheadBytes
         output.storeBytes(of: UInt32(sealedLength).bigEndian, as: UInt32.self)
-        sender.push(plaintext, tag: tag, into: output + 4)
+        guard sender.push(plaintext, tag: tag, into: output + 4) else { return nil }
         return 4 + sealedLength
+    }
+
+    static func keyUsedUp(_ peer: String) -> HandoffError {
+        HandoffError(.connectionLost, "The channel to \(peer) sealed as many records as one key may.",
+                     fix: "Accept again: a new connection has new keys.")
     }
 
     /// Opens one record's ciphertext into `output` (room for ciphertext - overhead bytes); its tag, or nil if inauthentic.

@@ -1,9 +1,9 @@
 import HandoffCrypto
 import Testing
 
-/// Both AES-256-GCM engines against the standard's vectors and against each other: the vector
-/// engine is our own code, so every record it seals must be what libsodium seals, and each must
-/// open what the other sealed (peers pick their engine by their own CPU).
+/// Both AES-256-GCM engines (OpenSSL's EVP, the records' engine, and libsodium's) against the
+/// standard's vectors and against each other: two vetted libraries must seal the same bytes and
+/// each open what the other sealed.
 @Suite struct AESGCMTests {
     static let engines = AESGCM.engines
 
@@ -68,10 +68,10 @@ import Testing
         }
     }
 
-    /// Every length across the eight-block loop's edges and the last partial block, and large
+    /// Every length across the block and eight-block edges and the last partial block, and large
     /// records: the same bytes from both engines, each opening the other's, any one flipped bit refused.
-    @Test(.enabled(if: engines.contains(.vector)))
-    func theVectorEngineSealsAndOpensAsLibsodiumDoes() throws {
+    @Test(.enabled(if: engines.contains(.openssl)))
+    func openSSLSealsAndOpensAsLibsodiumDoes() throws {
         var random = SplitMix64(seed: 0x6763_6d5f_7665_6374)
         let lengths = Array(0...300) + [1_023, 1_024, 1_025, 4_096 + 17, 65_536 + 127, 1 << 20]
         for length in lengths {
@@ -79,14 +79,14 @@ import Testing
             let nonce = (0..<12).map { _ in UInt8.random(in: 0...255, using: &random) }
             let associated = (0..<Int.random(in: 0...40, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
             let plaintext = (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }
-            let vector = try #require(AESGCM(key: key, engine: .vector))
+            let openssl = try #require(AESGCM(key: key, engine: .openssl))
             let sodium = try #require(AESGCM(key: key, engine: .sodium))
-            let ours = Self.seal(vector, plaintext, associated: associated, nonce: nonce)
+            let ours = Self.seal(openssl, plaintext, associated: associated, nonce: nonce)
             let theirs = Self.seal(sodium, plaintext, associated: associated, nonce: nonce)
             #expect(ours.ciphertext == theirs.ciphertext, "length \(length)")
             #expect(ours.tag == theirs.tag, "length \(length)")
             var output: [UInt8] = []
-            #expect(Self.open(vector, theirs.ciphertext, tag: theirs.tag, associated: associated, nonce: nonce, output: &output) == plaintext)
+            #expect(Self.open(openssl, theirs.ciphertext, tag: theirs.tag, associated: associated, nonce: nonce, output: &output) == plaintext)
             #expect(Self.open(sodium, ours.ciphertext, tag: ours.tag, associated: associated, nonce: nonce, output: &output) == plaintext)
             guard length % 37 == 0 || length > 300 else { continue }
             // A flipped bit anywhere: ciphertext, tag, associated data or nonce.
@@ -99,25 +99,25 @@ import Testing
                                              (ours.ciphertext, ours.tag, flippedAssociated, nonce), (ours.ciphertext, ours.tag, associated, flippedNonce)]
                 where body != ours.ciphertext || gcmTag != ours.tag || data != associated || iv != nonce {
                 #expect(Self.open(sodium, body, tag: gcmTag, associated: data, nonce: iv, output: &output) == nil)
-                #expect(Self.open(vector, body, tag: gcmTag, associated: data, nonce: iv, output: &output) == nil)
+                #expect(Self.open(openssl, body, tag: gcmTag, associated: data, nonce: iv, output: &output) == nil)
                 #expect(output.prefix(length).allSatisfy { $0 == 0 }, "a refused record leaves no plaintext behind")
             }
         }
     }
 
     /// Records are sealed in place (the output is the input's buffer); the result is the same.
-    @Test(.enabled(if: engines.contains(.vector)))
+    @Test(.enabled(if: engines.contains(.openssl)))
     func sealingAndOpeningInPlace() throws {
         let key = [UInt8](repeating: 7, count: 32), nonce = [UInt8](repeating: 1, count: 12), associated: [UInt8] = [1]
         let plaintext = (0..<5_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-        let vector = try #require(AESGCM(key: key, engine: .vector))
-        let expected = Self.seal(vector, plaintext, associated: associated, nonce: nonce)
+        let openssl = try #require(AESGCM(key: key, engine: .openssl))
+        let expected = Self.seal(openssl, plaintext, associated: associated, nonce: nonce)
         var buffer = plaintext
         var tag = [UInt8](repeating: 0, count: 16)
         associated.withUnsafeBytes { associated in
             nonce.withUnsafeBytes { nonce in
                 buffer.withUnsafeMutableBytes { bytes in
-                    tag.withUnsafeMutableBytes { vector.seal(UnsafeRawBufferPointer(bytes), associated: associated, nonce: nonce, into: bytes.baseAddress!, tag: $0.baseAddress!) }
+                    tag.withUnsafeMutableBytes { openssl.seal(UnsafeRawBufferPointer(bytes), associated: associated, nonce: nonce, into: bytes.baseAddress!, tag: $0.baseAddress!) }
                 }
             }
         }
@@ -126,12 +126,56 @@ import Testing
         let opened = associated.withUnsafeBytes { associated in
             nonce.withUnsafeBytes { nonce in
                 tag.withUnsafeBytes { tag in
-                    buffer.withUnsafeMutableBytes { vector.open(UnsafeRawBufferPointer($0), tag: tag, associated: associated, nonce: nonce, into: $0.baseAddress!) }
+                    buffer.withUnsafeMutableBytes { openssl.open(UnsafeRawBufferPointer($0), tag: tag, associated: associated, nonce: nonce, into: $0.baseAddress!) }
                 }
             }
         }
         #expect(opened)
         #expect(buffer == plaintext)
+    }
+
+    /// A direction's key seals 2^32 records and no more: the next push is refused (the channel
+    /// then ends, SecureChannel.keyUsedUp), and the receiver opens nothing past it either, so the
+    /// 96-bit nonce (a 64-bit counter) is never used twice under one key.
+    @Test(.enabled(if: !engines.isEmpty))
+    func aDirectionsKeySealsNoMoreThanItsLimit() throws {
+        let key = [UInt8](repeating: 3, count: 32), header = [UInt8](repeating: 9, count: RecordStream.headerBytes)
+        let sender = AESGCMStream.resumed(key: key, header: header, at: AESGCMStream.recordLimit - 1)
+        let receiver = AESGCMStream.resumed(key: key, header: header, at: AESGCMStream.recordLimit - 1)
+        let plaintext: [UInt8] = [1, 2, 3]
+        var record = [UInt8](repeating: 0, count: plaintext.count + RecordStream.overheadBytes)
+        let last = plaintext.withUnsafeBytes { input in record.withUnsafeMutableBytes { sender.push(input, tag: RecordStream.tagMessage, into: $0.baseAddress!) } }
+        #expect(last)
+        #expect(receiver.pull(record)?.plaintext == plaintext)
+        let past = plaintext.withUnsafeBytes { input in record.withUnsafeMutableBytes { sender.push(input, tag: RecordStream.tagMessage, into: $0.baseAddress!) } }
+        #expect(!past)
+        #expect(receiver.pull(record) == nil)
+    }
+
+    /// GCM's per-message limit (2^36 - 32 bytes) is checked before either library is called.
+    @Test(.enabled(if: !engines.isEmpty))
+    func aMessagePastGCMsLimitIsRefused() throws {
+        let cipher = try #require(AESGCM(key: [UInt8](repeating: 1, count: 32)))
+        let nonce = [UInt8](repeating: 0, count: 12)
+        var tag = [UInt8](repeating: 0, count: 16)
+        // Never read: the length alone is refused.
+        let huge = UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: 0x1000), count: AESGCM.maximumMessageBytes + 1)
+        let sealed = nonce.withUnsafeBytes { nonce in
+            tag.withUnsafeMutableBytes { tag in
+                cipher.seal(huge, associated: UnsafeRawBufferPointer(start: nil, count: 0), nonce: nonce,
+                            into: UnsafeMutableRawPointer(bitPattern: 0x1000)!, tag: tag.baseAddress!)
+            }
+        }
+        #expect(!sealed)
+    }
+
+    /// HANDOFF_RECORD_CIPHERS=xchacha20poly1305 forces the fallback on a CPU with AES; without
+    /// AES instructions a host offers XChaCha20-Poly1305 only, whatever the variable says.
+    @Test func theFallbackCanBeForced() {
+        #expect(RecordCiphers.offered(cpuHasAES: true, environment: nil) == [.xchacha20poly1305, .aes256gcm])
+        #expect(RecordCiphers.offered(cpuHasAES: true, environment: "xchacha20poly1305") == .xchacha20poly1305)
+        #expect(RecordCiphers.offered(cpuHasAES: false, environment: nil) == .xchacha20poly1305)
+        #expect(RecordCiphers.offered(cpuHasAES: false, environment: "aes256gcm") == .xchacha20poly1305)
     }
 
     @Test func aKeyOfTheWrongLengthIsRefused() {

@@ -282,13 +282,25 @@ private func expectHandshakeFailure(_ what: String, _ body: () throws(HandoffErr
         _ = try Handshake.Client(identity: beta, purpose: .fetch, ephemeral: ephemeral).receive(serverHello: serverHello)
     }
 
+    /// A server takes one client authentication: a failed one ends the handshake (and its
+    /// secrets are wiped), so each flipped message goes to a server of its own, answering
+    /// with the same ephemeral key.
     @Test func tamperedClientAuthFails() throws {
         let client = Handshake.Client(identity: beta, purpose: .fetch)
-        let server = Handshake.Server(identity: alpha)
+        let serverEphemeral = EphemeralKey()
+        let server = Handshake.Server(identity: alpha, ephemeral: serverEphemeral)
         let (_, serverHello) = try server.receive(hello: client.hello)
         let (clientAuth, _) = try client.receive(serverHello: serverHello)
         for (index, flipped) in singleBitFlips(of: clientAuth).enumerated() {
-            expectHandshakeFailure("clientAuth bit \(index)") { () throws(HandoffError) in _ = try server.receive(clientAuth: flipped) }
+            let fresh = Handshake.Server(identity: alpha, ephemeral: serverEphemeral)
+            _ = try fresh.receive(hello: client.hello)
+            expectHandshakeFailure("clientAuth bit \(index)") { () throws(HandoffError) in _ = try fresh.receive(clientAuth: flipped) }
+        }
+        expectHandshakeFailure("a second authentication") { () throws(HandoffError) in
+            let once = Handshake.Server(identity: alpha, ephemeral: serverEphemeral)
+            _ = try once.receive(hello: client.hello)
+            _ = try? once.receive(clientAuth: clientAuth.map { $0 ^ 1 })
+            _ = try once.receive(clientAuth: clientAuth)
         }
         #expect(try server.receive(clientAuth: clientAuth).peerKey == beta.publicKey)
     }
