@@ -135,6 +135,10 @@ extension Activity {
             throw .invalidActivity("webpageURL '\(text)' is not an http or https URL.",
                                    fix: "Give an absolute http:// or https:// URL; other schemes belong in userInfo.")
         }
+        if let refusal = WebAddress.refusal(text) {
+            throw .invalidActivity("webpageURL is refused: \(refusal).",
+                                   fix: "Give the page's public address, with no user name before the host.")
+        }
     }
 
     public func isExpired(nowMillis: UInt64) -> Bool {

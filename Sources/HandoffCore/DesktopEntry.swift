@@ -46,6 +46,11 @@ public struct DesktopEntry: Equatable, Sendable {
     /// `Hidden=true` means the entry was deleted by the user (Desktop Entry Specification).
     public var isHidden: Bool { fields["Hidden"] == "true" }
 
+    /// A `;`-separated list value (`MimeType=`, `Categories=`), empty items dropped.
+    public func list(_ key: String) -> [String] {
+        (fields[key] ?? "").split(separator: ";").map { $0.trimmingSpaces() }.filter { !$0.isEmpty }
+    }
+
     /// The words of an `Exec=` value with quoting honoured and field codes (%u, %f, ...)
     /// kept as words (Desktop Entry Specification, "The Exec key").
     public static func execWords(_ exec: String) -> [String] {

@@ -39,3 +39,36 @@ extension String {
         return "\(sign)\(whole)." + String(repeating: "0", count: places - fraction.count) + fraction
     }
 }
+
+/// Text for a notification body, which servers read as a small XML subset
+/// (Desktop Notifications Specification, "Markup").
+public enum NotificationMarkup {
+    /// Escapes per Unicode scalar, never per grapheme: a combining mark after `>` or a prefix
+    /// such as U+0600 before `<` would merge with it into a cluster that is not the bare character.
+    public static func escape(_ text: String) -> String {
+        var escaped = ""
+        escaped.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            case "\"": escaped += "&quot;"
+            case "'": escaped += "&apos;"
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped
+    }
+
+    /// Drops what a peer could garble the text with: controls, line and paragraph separators,
+    /// the bidirectional overrides and every other format character (Cf).
+    public static func clean(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.filter { scalar in
+            switch scalar.properties.generalCategory {
+            case .control, .lineSeparator, .paragraphSeparator, .format: false
+            default: true
+            }
+        }))
+    }
+}

@@ -111,29 +111,13 @@ public struct Notice: Equatable, Sendable {
         actions = []
     }
 
-    /// Drops control characters a peer could use to garble the text (as the CLI does).
-    static func clean(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.filter { !Activity.containsUnsafeCharacters(String($0)) }))
-    }
+    /// Drops control and format characters a peer could use to garble the text.
+    static func clean(_ text: String) -> String { NotificationMarkup.clean(text) }
 
     private static func text(_ text: String, markup: Bool) -> String {
         markup ? escape(text) : text
     }
 
     /// The body markup is a small XML subset: a title like "a < b & c" must stay text.
-    static func escape(_ text: String) -> String {
-        var escaped = ""
-        escaped.reserveCapacity(text.utf8.count)
-        for character in text {
-            switch character {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "\"": escaped += "&quot;"
-            case "'": escaped += "&apos;"
-            default: escaped.append(character)
-            }
-        }
-        return escaped
-    }
+    static func escape(_ text: String) -> String { NotificationMarkup.escape(text) }
 }

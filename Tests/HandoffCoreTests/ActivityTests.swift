@@ -86,7 +86,7 @@ private func jsonError(_ json: JSONValue) -> HandoffError? {
         "https://example.org",
         "http://example.org/path?q=1#frag",
         "HTTPS://EXAMPLE.ORG/",
-        "https://user@example.org:8443/a",
+        "https://example.org:8443/a",
         "http://192.0.2.1/",
         "https://example.org/" + String(repeating: "p", count: 2048 - 20),
     ])
