@@ -79,7 +79,7 @@ let package = Package(
         .target(name: "HandoffNotify", dependencies: ["CSystemd", "HandoffDBus", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffTransport", "HandoffRuntime"]),
         // The documents publisher and receiver (the recently-used list), in the session. Its program is
         // the one program called as handoff-documents.
-        .target(name: "HandoffDocuments", dependencies: ["HandoffKit", "HandoffAPI", "HandoffCore", "HandoffCommandLine", "HandoffTransport", "HandoffRuntime"]),
+        .target(name: "HandoffDocuments", dependencies: ["HandoffDBus", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffCommandLine", "HandoffTransport", "HandoffRuntime"]),
         // Every program in one executable, picked by the name it is called by (Sources/handoff/main.swift).
         .executableTarget(name: "handoff", dependencies: ["HandoffDaemon", "HandoffKit", "HandoffAPI", "HandoffCore", "HandoffCommandLine", "HandoffCrypto",
                                                           "HandoffTransport", "HandoffRuntime", "HandoffBluetooth", "HandoffBlueZ", "HandoffBrowserHost",

@@ -38,6 +38,9 @@ public indirect enum BusValue: Sendable, Equatable {
         return nil
     }
 
+    /// An array's strings (GetCapabilities); empty for anything else.
+    public var strings: [String] { if case let .array(values) = unwrapped { values.compactMap(\.string) } else { [] } }
+
     /// Any integer type, if it fits an Int.
     public var integer: Int? {
         switch unwrapped {

@@ -2,10 +2,8 @@ import FoundationEssentials
 import Glibc
 import HandoffCore
 
-/// Which installed application opens a continued document. Pure: given the
-/// desktop entries found here, the name and command line the sender's list
-/// recorded, and the file. The sender's command line is never run: it only
-/// names the app; the command comes from this laptop's own `.desktop` file.
+/// How an installed application is started on a continued document: the command
+/// comes from this laptop's own `.desktop` file (DocumentOpening picks which). Pure.
 public enum DocumentLaunch {
     public struct InstalledApp: Equatable, Sendable {
         /// The file name without ".desktop" ("org.xfce.mousepad").
@@ -16,23 +14,6 @@ public enum DocumentLaunch {
             self.desktopID = desktopID
             self.entry = entry
         }
-    }
-
-    /// The app that matches the recorded one: by desktop id, then by Name, then by
-    /// the program its Exec runs; only apps that take a file (%f %F %u %U) and are not hidden.
-    public static func match(application: String?, exec: String?, in apps: [InstalledApp]) -> InstalledApp? {
-        let candidates = apps.filter { app in
-            guard !app.entry.isHidden, app.entry.fields["Type"] ?? "Application" == "Application",
-                  let exec = app.entry.exec else { return false }
-            return DesktopEntry.execWords(exec).contains { ["%f", "%F", "%u", "%U"].contains($0) }
-        }
-        if let application {
-            if let byID = candidates.first(where: { $0.desktopID == application }) { return byID }
-            if let byName = candidates.first(where: { $0.entry.name == application }) { return byName }
-        }
-        let program = exec.flatMap { DesktopEntry.execWords($0).first }.map(basename)
-        guard let program, !program.isEmpty else { return nil }
-        return candidates.first { app in app.entry.exec.flatMap { DesktopEntry.execWords($0).first }.map(basename) == program }
     }
 
     /// The app's command line for `path`: %f/%F the path, %u/%U its file: URI, %% a
@@ -46,10 +27,6 @@ public enum DocumentLaunch {
             default: return word.replacing("%%", with: "%")
             }
         }
-    }
-
-    static func basename(_ path: String) -> String {
-        path.split(separator: "/").last.map(String.init) ?? path
     }
 
     /// "/home/ana/My notes.md" -> "file:///home/ana/My%20notes.md" (RFC 8089; unreserved and "/" kept).

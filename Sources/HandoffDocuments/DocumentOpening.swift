@@ -71,15 +71,13 @@ public enum DocumentOpening {
         if let runnable = content.first(where: { isRunnable($0, database) }) {
             return .failure(.contentDisagrees(named: named, content: [runnable]))
         }
-        // The bytes must carry the magic of the named type, or of its nearest kind that has magic
-        // (a .docx is a zip); a type with none anywhere is text, and must be text.
-        if let witness = ([named] + database.ancestors(of: named)).first(where: { database.hasMagic(for: $0) }) {
-            guard content.contains(where: { database.isKind($0, of: witness) }) else {
-                return .failure(.contentDisagrees(named: named, content: content))
-            }
-            return .success(named)
+        // Text must be text (text/plain's own magic is only byte-order marks). Anything else must
+        // carry the magic of the named type, or of its nearest kind that has magic (a .docx is a zip).
+        if database.isKind(named, of: "text/plain") {
+            return isText(bytes) ? .success(named) : .failure(.contentDisagrees(named: named, content: content))
         }
-        guard database.isKind(named, of: "text/plain"), isText(bytes) else {
+        guard let witness = ([named] + database.ancestors(of: named)).first(where: { database.hasMagic(for: $0) }),
+              content.contains(where: { database.isKind($0, of: witness) }) else {
             return .failure(.contentDisagrees(named: named, content: content))
         }
         return .success(named)

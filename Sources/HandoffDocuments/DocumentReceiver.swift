@@ -1,13 +1,15 @@
 import FoundationEssentials
 import Glibc
 import HandoffCore
+import HandoffDBus
 import HandoffKit
 import HandoffTransport
 
 /// Continues a document here: saves its bytes under the home directory (never
-/// over a different file) and opens it in the same application when it is
-/// installed, else in the default application for its type. HandoffKit calls
-/// `continueActivity` exactly once per accept.
+/// over a different file) and opens it only when it is a document type and this
+/// laptop's default application for that type is a document app
+/// (`DocumentOpening`); what the sender says about its application is not read.
+/// HandoffKit calls `continueActivity` exactly once per accept this user made.
 final class DocumentReceiver: ContinuationHandler, @unchecked Sendable {
     // @unchecked: immutable after init.
     let configuration: DocumentsAgent.Configuration
@@ -52,11 +54,8 @@ final class DocumentReceiver: ContinuationHandler, @unchecked Sendable {
                 return log("cannot save a continued document: \(error.message)")
             }
         }
-        var application: String?
-        if case let .string(name)? = activity.userInfo["application"] { application = name }
-        var exec: String?
-        if case let .string(line)? = activity.userInfo["exec"] { exec = line }
-        open(path, application: application, exec: exec)
+        // The sender's "application" and "exec" are not read: this laptop decides what opens it.
+        open(path, bytes: bytes, from: device)
     }
 
     /// What is at `path` now, compared with the bytes to save. A symbolic link or anything
@@ -121,26 +120,101 @@ final class DocumentReceiver: ContinuationHandler, @unchecked Sendable {
         return mask
     }
 
-    /// The recorded application through this laptop's own .desktop file, else the
-    /// default application (gio open, then xdg-open).
-    func open(_ path: String, application: String?, exec: String?) {
-        let apps = installedApps()
-        if let app = DocumentLaunch.match(application: application, exec: exec, in: apps), let line = app.entry.exec {
-            let arguments = DocumentLaunch.arguments(exec: line, path: path)
-            if spawn(arguments) { return log("opened a continued document in \(app.desktopID)") }
+    /// Opens the saved document in this laptop's default document application for its type, or
+    /// leaves it saved (DocumentOpening decides); either way a notification names the local path
+    /// and the application, before anything starts.
+    func open(_ path: String, bytes: [UInt8], from device: String) {
+        let decision = DocumentOpening.decide(path: path, bytes: bytes, database: mimeDatabase(), associations: mimeApps(),
+                                              apps: installedApps())
+        let shown = configuration.home == "/" ? path : path.replacing(configuration.home + "/", with: "~/", maxReplacements: 1)
+        switch decision {
+        case let .open(type, app, arguments):
+            let name = app.entry.name ?? app.desktopID
+            notify(summary: "Document from \(device)", body: "Saved as \(shown) and opened in \(name) (\(type)).")
+            if spawn(arguments) { return log("opened a continued document (\(type)) in \(app.desktopID)") }
+            log("cannot start \(app.desktopID) for a continued document")
+        case let .saveOnly(type, reason):
+            notify(summary: "Document from \(device)", body: "Saved as \(shown), not opened: \(reason.sentence).")
+            log("saved a continued document (\(type ?? "no document type")) without opening it: \(Self.logReason(reason))")
         }
-        for opener in [["gio", "open", path], ["xdg-open", path]] where spawn(opener) {
-            return log("opened a continued document with \(opener[0]) (no installed app matches the one it was opened in)")
+    }
+
+    /// The log carries types and application ids, never the document's name.
+    static func logReason(_ reason: DocumentOpening.Reason) -> String {
+        switch reason {
+        case .notADocumentType: "its name's type is not a document type"
+        case let .contentDisagrees(_, content): "its bytes are \(content.first ?? "of no known type"), not what its name says"
+        case let .noApplication(type): "no document application here opens \(type)"
+        case let .defaultIsNotADocumentApp(type, id): "the default for \(type), \(id), is not a document application"
         }
-        log("saved a continued document, but nothing here can open it (no matching app, no gio or xdg-open)")
+    }
+
+    /// The notification server on the session bus; without one the document is still saved
+    /// (and opened as decided): the log says so.
+    func notify(summary: String, body: String) {
+        do throws(BusError) {
+            let bus = try BusConnection.openUser()
+            let (name, path) = ("org.freedesktop.Notifications", "/org/freedesktop/Notifications")
+            let capabilities = try bus.callBlocking(try bus.methodCall(name, path, name, "GetCapabilities"), timeoutMillis: 3_000)
+            // Escaped only where the server reads markup; elsewhere "&amp;" would show as such.
+            let markup = capabilities.first?.strings.contains("body-markup") == true
+            let text = { (line: String) in markup ? NotificationMarkup.escape(NotificationMarkup.clean(line)) : NotificationMarkup.clean(line) }
+            let call = try bus.methodCall(name, path, name, "Notify") { (message: inout MessageWriter) throws(BusError) in
+                try message.string("Handoff")
+                try message.uint32(0)
+                try message.string("")
+                try message.string(NotificationMarkup.clean(summary))
+                try message.string(text(body))
+                try message.strings([])
+                try message.container("a", "{sv}") { (_: inout MessageWriter) throws(BusError) in }
+                try message.int32(10_000)
+            }
+            _ = try bus.callBlocking(call, timeoutMillis: 3_000)
+        } catch {
+            log("no notification for a continued document: \(error)")
+        }
+    }
+
+    /// shared-mime-info from each data directory, highest precedence first.
+    func mimeDatabase() -> MIMEDatabase {
+        var database = MIMEDatabase()
+        for directory in dataDirectories() {
+            let mime = directory + "/mime/"
+            database.add(globs2: contents(mime + "globs2"), magic: contents(mime + "magic"),
+                         subclasses: contents(mime + "subclasses"), aliases: contents(mime + "aliases"))
+        }
+        return database
+    }
+
+    /// The mimeapps.list files in the specification's order: desktop-specific before general,
+    /// config before data directories.
+    func mimeApps() -> MimeApps {
+        let home = environment["HOME"] ?? "/"
+        let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.config"
+        let configDirs = (environment["XDG_CONFIG_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/etc/xdg").split(separator: ":").map(String.init)
+        let desktops = (environment["XDG_CURRENT_DESKTOP"] ?? "").split(separator: ":").map { $0.lowercased() }
+        var files: [String] = []
+        for directory in [configHome] + configDirs + dataDirectories().map({ $0 + "/applications" }) {
+            files += desktops.map { directory + "/\($0)-mimeapps.list" } + [directory + "/mimeapps.list"]
+        }
+        return MimeApps(lists: files.compactMap { contents($0) }.map { MimeApps.List(parsing: String(decoding: $0, as: UTF8.self)) })
+    }
+
+    func dataDirectories() -> [String] {
+        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? (environment["HOME"] ?? "/") + "/.local/share"
+        let dataDirs = (environment["XDG_DATA_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/local/share:/usr/share").split(separator: ":").map(String.init)
+        return [dataHome] + dataDirs
+    }
+
+    private func contents(_ path: String) -> [UInt8]? {
+        guard let data = FileManager.default.contents(atPath: path), data.count <= MIMEDatabase.maximumFileBytes else { return nil }
+        return Array(data)
     }
 
     func installedApps() -> [DocumentLaunch.InstalledApp] {
-        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? (environment["HOME"] ?? "/") + "/.local/share"
-        let dataDirs = (environment["XDG_DATA_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/local/share:/usr/share").split(separator: ":").map(String.init)
         var apps: [DocumentLaunch.InstalledApp] = []
         var seen: Set<String> = []
-        for directory in [dataHome] + dataDirs {
+        for directory in dataDirectories() {
             let folder = directory + "/applications"
             for name in ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted() where name.hasSuffix(".desktop") {
                 let id = String(name.dropLast(".desktop".count))

@@ -18,6 +18,4 @@ extension BusConnection {
 
 extension BusValue {
     var uint32: UInt32? { if case let .uint32(value) = unwrapped { value } else { nil } }
-    /// An array's strings (GetCapabilities); empty for anything else.
-    var strings: [String] { if case let .array(values) = unwrapped { values.compactMap(\.string) } else { [] } }
 }

@@ -156,20 +156,6 @@ let mousepadList = """
         DocumentLaunch.InstalledApp(desktopID: id, entry: try DesktopEntry(parsing: "[Desktop Entry]\nType=Application\n" + text))
     }
 
-    @Test func matchesTheRecordedAppThroughThisLaptopsDesktopFile() throws {
-        let apps = [
-            try app("org.gnome.Settings", "Name=Settings\nExec=gnome-control-center"),
-            try app("org.xfce.mousepad", "Name=Mousepad\nExec=mousepad %U"),
-            try app("org.gnome.TextEditor", "Name=Text Editor\nExec=gnome-text-editor %U"),
-        ]
-        #expect(DocumentLaunch.match(application: "Mousepad", exec: "mousepad %u", in: apps)?.desktopID == "org.xfce.mousepad")
-        #expect(DocumentLaunch.match(application: "org.gnome.TextEditor", exec: nil, in: apps)?.desktopID == "org.gnome.TextEditor")
-        #expect(DocumentLaunch.match(application: "Renamed", exec: "/usr/bin/gnome-text-editor %u", in: apps)?.desktopID == "org.gnome.TextEditor")
-        // An app that takes no file is never chosen, and the sender's command line is never run.
-        #expect(DocumentLaunch.match(application: "Settings", exec: "gnome-control-center", in: apps) == nil)
-        #expect(DocumentLaunch.match(application: "Evil", exec: "rm -rf %u", in: apps) == nil)
-    }
-
     @Test func fieldCodes() {
         #expect(DocumentLaunch.arguments(exec: "mousepad %U", path: "/home/ana/My notes.md") == ["mousepad", "file:///home/ana/My%20notes.md"])
         #expect(DocumentLaunch.arguments(exec: "\"/opt/My App/app\" --open %f %i 100%%", path: "/h/a") == ["/opt/My App/app", "--open", "/h/a", "100%"])
