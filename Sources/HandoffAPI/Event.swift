@@ -33,14 +33,17 @@ public struct ContinuedEvent: JSONCodable {
     public var deliverTo: String
     public var payloadBytes: Int64
     public var payloadFd: Int?
+    /// The accepting client's ticket, as its accept carried it (nil when it carried none).
+    public var ticket: String?
 
     enum CodingKeys: String, CodingKey {
-        case acceptID = "acceptId", peer, activity, deliverTo, payloadBytes, payloadFd
+        case acceptID = "acceptId", peer, activity, deliverTo, payloadBytes, payloadFd, ticket
     }
 
-    public init(acceptID: Int64, peer: String, activity: ActivityHeader, deliverTo: String, payloadBytes: Int64, payloadFd: Int? = nil) {
+    public init(acceptID: Int64, peer: String, activity: ActivityHeader, deliverTo: String, payloadBytes: Int64, payloadFd: Int? = nil,
+                ticket: String? = nil) {
         (self.acceptID, self.peer, self.activity, self.deliverTo) = (acceptID, peer, activity, deliverTo)
-        (self.payloadBytes, self.payloadFd) = (payloadBytes, payloadFd)
+        (self.payloadBytes, self.payloadFd, self.ticket) = (payloadBytes, payloadFd, ticket)
     }
 }
 

@@ -66,8 +66,11 @@ public enum Request: Equatable, Sendable {
     case publish(PublishBody, publisher: String?)
     case becomeCurrent(publisher: String?), resign(publisher: String?), invalidate(publisher: String?)
     case list
-    case accept(peer: String, requireApp: Bool, payload: Bool)
-    case decline(peer: String)
+    /// `sequence` and `digest` (hex) name the offer the user chose: when the peer offers something
+    /// else by now, the answer is `not-current` and nothing is fetched. `ticket` comes back in
+    /// `continued`, so the app can tell an accept this user made (HandoffKit's `AcceptTickets`).
+    case accept(peer: String, requireApp: Bool, payload: Bool, sequence: Int64? = nil, digest: String? = nil, ticket: String? = nil)
+    case decline(peer: String, sequence: Int64? = nil)
     case status, id
     case pair(peer: String?, address: String?)
     case pairListen(timeoutSeconds: Int64)
@@ -167,10 +170,20 @@ public enum Request: Equatable, Sendable {
         case .invalidate: return .invalidate(publisher: publisher)
         case .list: return .list
         case .accept:
+            let digest = try fields.optionalString("digest")
+            if let digest, digest.utf8.count != 64 || Hex.decode(digest) == nil {
+                throw .invalidRequest("\"digest\" must be the offer's digest as 64 hex digits (from list).")
+            }
+            let ticket = try fields.optionalString("ticket")
+            if let ticket, !AcceptTicket.isWellFormed(ticket) {
+                throw .invalidRequest("\"ticket\" must be \(AcceptTicket.characters) lowercase hex digits.")
+            }
             return .accept(peer: try nonEmpty(fields.string("peer", peerHint), "peer", peerHint),
                            requireApp: try fields.bool("requireApp", default: false),
-                           payload: try fields.bool("payload", default: false))
-        case .decline: return .decline(peer: try nonEmpty(fields.string("peer", peerHint), "peer", peerHint))
+                           payload: try fields.bool("payload", default: false),
+                           sequence: try offerSequence(fields), digest: digest, ticket: ticket)
+        case .decline:
+            return .decline(peer: try nonEmpty(fields.string("peer", peerHint), "peer", peerHint), sequence: try offerSequence(fields))
         case .status: return .status
         case .id: return .id
         case .pair:
@@ -229,6 +242,12 @@ public enum Request: Equatable, Sendable {
             throw .invalidRequest("\"publisher\" must be 1 to \(PublisherStack<Activity>.maximumNameBytes) printable ASCII characters without spaces.")
         }
         return publisher
+    }
+
+    private static func offerSequence(_ fields: Fields) throws(HandoffError) -> Int64? {
+        guard let sequence = try fields.optionalInteger("sequence") else { return nil }
+        guard sequence >= 0 else { throw .invalidRequest("\"sequence\" must be the offer's sequence from list (0 or more).") }
+        return sequence
     }
 
     private static func nonEmpty(_ text: String, _ key: String, _ hint: String) throws(HandoffError) -> String {

@@ -25,6 +25,8 @@ struct AcceptJobs<Target, Waiter, AppWait> {
         let peer: DeviceID
         let type: String
         let target: Target
+        /// The accepting client's ticket, handed on in `continued`.
+        let ticket: String?
         fileprivate(set) var phase = Phase.fetching
         /// Its outcome was reported (failed while the daemon stops): nothing more is said of it.
         fileprivate(set) var reported = false
@@ -44,10 +46,10 @@ struct AcceptJobs<Target, Waiter, AppWait> {
     func job(_ id: Int64) -> Job? { jobs[id] }
 
     /// A new job for `offer`, or nil when one already runs for it (then `share`).
-    mutating func begin(_ offer: Offer, peer: DeviceID, type: String, target: Target) -> Int64? {
+    mutating func begin(_ offer: Offer, peer: DeviceID, type: String, target: Target, ticket: String? = nil) -> Int64? {
         guard !jobs.values.contains(where: { $0.offer == offer }) else { return nil }
         nextID += 1
-        jobs[nextID] = Job(id: nextID, offer: offer, peer: peer, type: type, target: target)
+        jobs[nextID] = Job(id: nextID, offer: offer, peer: peer, type: type, target: target, ticket: ticket)
         return nextID
     }
 

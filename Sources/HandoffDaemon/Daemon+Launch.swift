@@ -36,7 +36,7 @@ extension Daemon {
             accepts.enter(.delivering, acceptID)
             let continued = Event.continued(ContinuedEvent(acceptID: acceptID, peer: job.peer.description,
                                                            activity: result.activity, deliverTo: target.app,
-                                                           payloadBytes: Int64(result.payload.count)))
+                                                           payloadBytes: Int64(result.payload.count), ticket: job.ticket))
             switch target.kind {
             case .running, .terminal:
                 break
@@ -59,7 +59,7 @@ extension Daemon {
             log.info("continued type \(type) from \(job.peer) in \(target.app): handshake \(Int(result.timing.handshakeMillis)) ms, transfer \(Int(result.timing.transferMillis)) ms")
             // A started app already got it, with its willContinue, when it declared.
             broadcastContinued(ContinuedEvent(acceptID: acceptID, peer: job.peer.description, activity: result.activity,
-                                              deliverTo: target.app, payloadBytes: Int64(result.payload.count)),
+                                              deliverTo: target.app, payloadBytes: Int64(result.payload.count), ticket: job.ticket),
                                payload: result.payload, except: appConnection)
         case let .failure(error):
             log.info("accept of type \(type) from \(job.peer) failed: \(error.code.rawValue)")

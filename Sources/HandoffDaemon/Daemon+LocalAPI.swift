@@ -146,8 +146,10 @@ extension Daemon {
         case let .resign(publisher): return plain(resignRequest(publisher))
         case let .invalidate(publisher): return plain(invalidateRequest(publisher))
         case .list: return plain(PeerList(peers: peerList()))
-        case let .accept(peer, requireApp, payload): return try await acceptRequest(peer, requireApp: requireApp, payload: payload)
-        case let .decline(peer): return plain(try declineRequest(peer))
+        case let .accept(peer, requireApp, payload, sequence, digest, ticket):
+            let chosen = sequence.map { ChosenOffer(sequence: UInt64($0), digest: digest.flatMap(Hex.decode)) }
+            return try await acceptRequest(peer, requireApp: requireApp, payload: payload, chosen: chosen, ticket: ticket)
+        case let .decline(peer, sequence): return plain(try declineRequest(peer, sequence: sequence.map(UInt64.init)))
         case .status: return plain(status())
         case .id:
             return plain(IdentityInfo(deviceID: deviceID.description, publicKey: identity.publicKey.hex, name: configuration.name))
@@ -224,8 +226,9 @@ extension Daemon {
         return InvalidateResult(invalidated: had)
     }
 
-    private func acceptRequest(_ reference: String, requireApp: Bool, payload: Bool) async throws(HandoffError) -> LocalReply {
-        let accepted = try await accept(reference, requireApp: requireApp)
+    private func acceptRequest(_ reference: String, requireApp: Bool, payload: Bool, chosen: ChosenOffer?,
+                               ticket: String?) async throws(HandoffError) -> LocalReply {
+        let accepted = try await accept(reference, requireApp: requireApp, chosen: chosen, ticket: ticket)
         let (peer, timing, buffer) = (accepted.peer, accepted.timing, accepted.payload)
         let result = AcceptResult(
             peer: peer.deviceID.description, name: peer.name, activity: accepted.activity,
@@ -235,11 +238,12 @@ extension Daemon {
         return LocalReply(result: result.json, payload: payload ? buffer : nil)
     }
 
-    private func declineRequest(_ reference: String) throws(HandoffError) -> DeclineResult {
+    private func declineRequest(_ reference: String, sequence: UInt64?) throws(HandoffError) -> DeclineResult {
         let peer = try peers.resolve(reference)
         guard let offer = peer.visibleOffer(nowMillis: clock.wallMillis()) else {
             throw HandoffError(.notFound, "\(peer.name) offers nothing to decline.", fix: "Run 'handoff-peer list'.")
         }
+        if let sequence, sequence != offer.summary.sequence { throw Self.notCurrent(peer.name) }
         peers.decline(peer.key, sequence: offer.summary.sequence)
         discovery.history.declined(peer.key, sequence: offer.summary.sequence, nowMillis: clock.wallMillis())
         broadcast(.declined(peer: peer.deviceID.description, type: offer.summary.activityType))

@@ -374,17 +374,33 @@ extension Daemon {
         var target: DeliveryTarget
     }
     typealias AcceptOutcome = Result<Accepted, HandoffError>
+
+    /// The offer a person chose (its sequence and digest, from list): an accept or decline of it
+    /// is refused when the peer offers something else by now.
+    struct ChosenOffer: Equatable, Sendable {
+        var sequence: UInt64
+        var digest: [UInt8]?
+    }
+
+    static func notCurrent(_ peerName: String) -> HandoffError {
+        HandoffError(.notCurrent, "\(peerName) now offers something other than the offer you chose; nothing was fetched.",
+                     fix: "Run 'handoff-peer list' and choose again.")
+    }
     typealias Accepts = AcceptJobs<DeliveryTarget, CheckedContinuation<AcceptOutcome, Never>, PendingDelivery>
 
     /// Accepts the offer of `reference`. Every condition is checked before
     /// anything is fetched; once willContinue is sent, exactly one of continued
     /// or failed follows, whatever happens. A second accept of the same offer
     /// while the first runs shares its outcome instead of fetching again.
-    func accept(_ reference: String, requireApp: Bool = false) async throws(HandoffError) -> Accepted {
+    func accept(_ reference: String, requireApp: Bool = false, chosen: ChosenOffer? = nil, ticket: String? = nil) async throws(HandoffError) -> Accepted {
         let (peer, offer, target) = try await prepareAccept(reference, requireApp: requireApp)
+        // Checked after prepareAccept's probe, which may wait: the offer is the one fetched below.
+        if let chosen, chosen.sequence != offer.summary.sequence || chosen.digest.map({ $0 != offer.summary.payloadDigest }) ?? false {
+            throw Self.notCurrent(peer.name)
+        }
         let type = offer.summary.activityType
         let offerKey = Accepts.Offer(peer: peer.key, sequence: offer.summary.sequence)
-        guard let acceptID = accepts.begin(offerKey, peer: peer.deviceID, type: type, target: target) else {
+        guard let acceptID = accepts.begin(offerKey, peer: peer.deviceID, type: type, target: target, ticket: ticket) else {
             let shared: AcceptOutcome = await withCheckedContinuation { waiter in
                 if !accepts.share(offerKey, waiter: waiter) { preconditionFailure("begin found the job share looks for") }
             }

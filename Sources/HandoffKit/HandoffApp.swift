@@ -43,10 +43,13 @@ public struct ContinuationTracker: Sendable {
     /// Accepts announced with willContinue and not yet finished.
     public private(set) var open: [Int64: String] = [:]
     private var finished: Set<Int64> = []
+    /// Whether a `continued`'s ticket proves this user accepted (`AcceptTickets.redeem`).
+    private let redeem: @Sendable (String?) -> Bool
 
-    public init(app: String, types: Set<String>) {
+    public init(app: String, types: Set<String>, redeem: @escaping @Sendable (String?) -> Bool = { AcceptTickets.redeem($0) }) {
         self.app = app
         self.types = types
+        self.redeem = redeem
     }
 
     /// Events for other apps, and repeats, produce nothing. A `continued` for
@@ -61,6 +64,15 @@ public struct ContinuationTracker: Sendable {
         case let .continued(continued):
             let type = continued.activity.type
             guard continued.deliverTo == app, types.contains(type) else { return [] }
+            // Nobody accepted it here: nothing of it is acted on. An app that saw its willContinue
+            // hears that it failed; one that did not hears nothing at all.
+            guard redeem(continued.ticket) else {
+                finished.insert(acceptID)
+                guard open.removeValue(forKey: acceptID) != nil else { return [] }
+                return [.failed(type: type, error: HandoffError(
+                    .declined, "handoffd delivered a continuation of \(type) that nobody accepted on this computer; it was ignored.",
+                    fix: "Accept through handoff-peer, the notification or the panel item; if this repeats, restart handoffd."))]
+            }
             guard let payload else {
                 return finish(acceptID, type: type, with: .failed(type: type, error: HandoffError(
                     .payloadInvalid, "handoffd delivered the continuation of \(type) without its payload.",

@@ -266,10 +266,26 @@ extension HandoffClient {
         public var payload: PayloadBuffer
     }
 
+    /// The offer the user chose: the accept is refused (`not-current`) when the peer offers
+    /// something else by now.
+    public struct Chosen: Equatable, Sendable {
+        public var sequence: Int64
+        /// Hex, as `list` gives it.
+        public var digest: String?
+
+        public init(sequence: Int64, digest: String? = nil) {
+            self.sequence = sequence
+            self.digest = digest
+        }
+    }
+
     /// Fetches and verifies the offer of `peer` (device id, unique prefix, or name);
-    /// the payload comes by descriptor and is decoded from its mapping.
-    public func accept(peer: String, requireApp: Bool = false, onEvent: ((ReceivedEvent) -> Void)? = nil) throws(HandoffError) -> Accepted {
-        let reply = try send(.accept(peer: peer, requireApp: requireApp, payload: true), onEvent: onEvent)
+    /// the payload comes by descriptor and is decoded from its mapping. The accept carries a
+    /// fresh ticket (`AcceptTickets`), so the app that continues it knows this user accepted.
+    public func accept(peer: String, requireApp: Bool = false, chosen: Chosen? = nil,
+                       onEvent: ((ReceivedEvent) -> Void)? = nil) throws(HandoffError) -> Accepted {
+        let reply = try send(.accept(peer: peer, requireApp: requireApp, payload: true, sequence: chosen?.sequence, digest: chosen?.digest,
+                                     ticket: AcceptTickets.mint(peer: peer)), onEvent: onEvent)
         let result = try AcceptResult(json: reply.json, context: "the accept result")
         guard let payload = reply.payload else {
             throw HandoffError(.internal, "handoffd accepted but passed no payload.", fix: "Make sure the client and handoffd are the same version.")
@@ -278,8 +294,9 @@ extension HandoffClient {
     }
 
     /// Accepts without taking the payload (it goes to the app that continues the activity).
-    public func acceptWithoutPayload(peer: String, requireApp: Bool = false) throws(HandoffError) -> AcceptResult {
-        try AcceptResult(json: request(.accept(peer: peer, requireApp: requireApp, payload: false)), context: "the accept result")
+    public func acceptWithoutPayload(peer: String, requireApp: Bool = false, chosen: Chosen? = nil) throws(HandoffError) -> AcceptResult {
+        try AcceptResult(json: request(.accept(peer: peer, requireApp: requireApp, payload: false, sequence: chosen?.sequence,
+                                               digest: chosen?.digest, ticket: AcceptTickets.mint(peer: peer))), context: "the accept result")
     }
 
     /// Decodes an activity from a payload mapping (Activity's payload encoding, as verified by handoffd).
@@ -287,8 +304,9 @@ extension HandoffClient {
         try Activity(payload: Array(payload.bytes))
     }
 
-    public func decline(peer: String) throws(HandoffError) -> String {
-        try request(.decline(peer: peer), as: DeclineResult.self).declined
+    /// Hides the offer of `peer`; with `sequence`, only that offer (`not-current` when it changed).
+    public func decline(peer: String, sequence: Int64? = nil) throws(HandoffError) -> String {
+        try request(.decline(peer: peer, sequence: sequence), as: DeclineResult.self).declined
     }
 
     public func identity() throws(HandoffError) -> IdentityInfo {

@@ -14,8 +14,12 @@ public struct OfferNotice: Equatable, Sendable {
     public var deliverTo: String
     /// How long the offer stays valid, by the sender's clock (so clock skew does not matter).
     public var remainingMillis: Int64
+    /// The payload's digest (hex), so Continue fetches exactly the offer shown.
+    public var digest: String?
 
-    public init(peer: String, name: String, type: String, title: String, sequence: Int64, deliverTo: String, remainingMillis: Int64) {
+    public init(peer: String, name: String, type: String, title: String, sequence: Int64, deliverTo: String, remainingMillis: Int64,
+                digest: String? = nil) {
+        self.digest = digest
         self.peer = peer
         self.name = name
         self.type = type
@@ -29,7 +33,7 @@ public struct OfferNotice: Equatable, Sendable {
     public init?(listEntry entry: PeerEntry) {
         guard let offer = entry.offer, let deliverTo = offer.deliverTo, let age = offer.ageMillis else { return nil }
         self.init(peer: entry.peer, name: entry.name, type: offer.type, title: offer.title, sequence: offer.sequence, deliverTo: deliverTo,
-                  remainingMillis: offer.expiresAtMillis &- offer.timestampMillis &- age)
+                  remainingMillis: offer.expiresAtMillis &- offer.timestampMillis &- age, digest: offer.digest)
     }
 
     public static func offers(inList peers: [PeerEntry]) -> [OfferNotice] {

@@ -460,12 +460,11 @@ public final class NotificationAgent: @unchecked Sendable {
                     }
                 case let .decline(offer):
                     do throws(HandoffError) {
-                        // decline takes the device's current offer: one that replaced this one since
-                        // (and gets a notification of its own) is not declined unseen.
-                        let current = OfferNotice.offers(inList: try connected().list()).first { $0.peer == offer.peer }
-                        if current?.sequence == offer.sequence {
-                            _ = try connected().decline(peer: offer.peer)
-                        }
+                        // Only this offer: one that replaced it since (and gets a notification of its
+                        // own) is not declined unseen; handoffd answers not-current then.
+                        _ = try connected().decline(peer: offer.peer, sequence: offer.sequence)
+                    } catch where error.code == .notCurrent {
+                        log("an offer was replaced before it was declined: the new one stays")
                     } catch {
                         if error.code == .daemonUnavailable { client = nil }
                         log("declining failed: \(error.code.rawValue)")
@@ -485,7 +484,9 @@ public final class NotificationAgent: @unchecked Sendable {
             do throws(HandoffError) {
                 let client = try HandoffClient(socketPath: socketPath)
                 // The payload goes to the app that continues it, not here.
-                _ = try client.acceptWithoutPayload(peer: offer.peer, requireApp: offer.deliverTo != "browser")
+                // Exactly the offer shown: a newer one is refused (not-current), not fetched unseen.
+                _ = try client.acceptWithoutPayload(peer: offer.peer, requireApp: offer.deliverTo != "browser",
+                                                    chosen: .init(sequence: offer.sequence, digest: offer.digest))
             } catch {
                 failure = error
             }

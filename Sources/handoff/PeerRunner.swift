@@ -88,6 +88,18 @@ struct Runner {
         }
     }
 
+    /// The listed offer `reference` names, as handoffd resolves a peer (a name, else a device id
+    /// prefix of four or more); nil when none or several match (the accept then says why).
+    private func offerNamed(_ reference: String) throws(HandoffError) -> (PeerEntry, OfferInfo)? {
+        let entries = try client.list()
+        let compact = { (id: String) in id.uppercased().filter { $0 != "-" } }
+        let byName = entries.filter { $0.name == reference }
+        let matches = byName.count == 1 ? byName
+            : compact(reference).count >= 4 ? entries.filter { compact($0.peer).hasPrefix(compact(reference)) } : []
+        guard matches.count == 1, let offer = matches[0].offer else { return nil }
+        return (matches[0], offer)
+    }
+
     private func accept() throws(HandoffError) -> Int32 {
         let reference = arguments.positionals[0]
         // On a terminal, the transfer's progress: events on this connection while the accept runs.
@@ -96,8 +108,15 @@ struct Runner {
         let reply: ReceivedMessage
         let result: AcceptResult
         do {
+            // The offer taken is the one listed now, said before anything is fetched; handoffd
+            // refuses it (not-current) if the peer offers something else by the time it fetches.
+            let chosen = try offerNamed(reference)
+            if let (entry, offer) = chosen {
+                printError("Accepting \u{201C}\(safe(offer.title))\u{201D} (\(offer.type), offer \(offer.sequence)) from \(safe(entry.name)) (\(entry.peer))")
+            }
             if showsProgress { try client.subscribe() }
-            reply = try client.send(.accept(peer: reference, requireApp: arguments.flag("app"), payload: true),
+            reply = try client.send(.accept(peer: reference, requireApp: arguments.flag("app"), payload: true, sequence: chosen?.1.sequence,
+                                            digest: chosen?.1.digest, ticket: AcceptTickets.mint(peer: reference)),
                                     onEvent: showsProgress ? { if let event = $0.event { display.handle(event) } } : nil)
             display.finish()
             result = try AcceptResult(json: reply.json, context: "the accept result")

@@ -12,7 +12,9 @@ let sampleRequests: [Request] = [
     .becomeCurrent(publisher: "browser-firefox"), .resign(publisher: nil), .invalidate(publisher: "documents"), .list,
     .accept(peer: "laptop-a", requireApp: true, payload: true),
     .accept(peer: "K7QM", requireApp: false, payload: false),
-    .decline(peer: "laptop-a"), .status, .id,
+    .accept(peer: "K7QM", requireApp: false, payload: false, sequence: 12, digest: String(repeating: "0f", count: 32),
+            ticket: String(repeating: "a1", count: 16)),
+    .decline(peer: "laptop-a"), .decline(peer: "laptop-a", sequence: 3), .status, .id,
     .pair(peer: "laptop-a", address: nil), .pair(peer: nil, address: "169.254.10.2:47181"),
     .pairListen(timeoutSeconds: 30), .pairOpen(timeoutSeconds: 60), .pairConfirm(session: 4, accept: true), .pairable, .devices,
     .untrust(peer: "laptop-a"), .enable, .disable, .doctor(peer: nil), .doctor(peer: "laptop-a"),
@@ -77,6 +79,11 @@ func decodeError(_ text: String) -> RequestFailure? {
         #expect(decodeError(#"{"op":"accept"}"#)?.error.message == "accept needs \"peer\" (a device id (or a unique prefix of it) or a device name).")
         #expect(decodeError(#"{"op":"accept","peer":""}"#)?.error.code == .invalidRequest)
         #expect(decodeError(#"{"op":"accept","peer":"a","requireApp":"yes"}"#)?.error.message == "accept needs \"requireApp\" (true or false).")
+        // The chosen offer and the ticket are checked as they come (review, round three, item 3).
+        #expect(decodeError(#"{"op":"accept","peer":"a","sequence":-1}"#)?.error.code == .invalidRequest)
+        #expect(decodeError(#"{"op":"accept","peer":"a","sequence":1,"digest":"zz"}"#)?.error.message.contains("64 hex digits") == true)
+        #expect(decodeError(#"{"op":"accept","peer":"a","ticket":"../x"}"#)?.error.message.contains("hex digits") == true)
+        #expect(decodeError(#"{"op":"decline","peer":"a","sequence":"1"}"#)?.error.code == .invalidRequest)
         #expect(decodeError(#"{"op":"pairListen","timeoutSeconds":0}"#)?.error.message == "\"timeoutSeconds\" must be 1 to 3600.")
         #expect(decodeError(#"{"op":"declare","app":"A","types":[1]}"#)?.error.message == "\"types\" must hold strings.")
         #expect(decodeError(#"{"op":"publish"}"#)?.error.code == .invalidRequest)

@@ -12,9 +12,13 @@ import Testing
     func will(_ id: Int64, to app: String = "Reader") -> Event {
         .willContinue(acceptID: id, peer: "K7QM", type: type, deliverTo: app)
     }
-    func continued(_ id: Int64) -> Event {
+    /// The ticket an accept of this user made (AcceptTicketsTests covers the real files).
+    static let ticket = String(repeating: "ab", count: 16)
+    static let accepted: @Sendable (String?) -> Bool = { $0 == ticket }
+
+    func continued(_ id: Int64, ticket: String? = Self.ticket) -> Event {
         .continued(ContinuedEvent(acceptID: id, peer: "K7QM", activity: ActivityHeader(activity), deliverTo: "Reader",
-                                  payloadBytes: Int64(activity.encodedPayload().count), payloadFd: 0))
+                                  payloadBytes: Int64(activity.encodedPayload().count), payloadFd: 0, ticket: ticket))
     }
     func failed(_ id: Int64) -> Event {
         .failed(acceptID: id, peer: "K7QM", type: type, error: HandoffError(.timedOut, "m", fix: "f"), deliverTo: "Reader")
@@ -25,7 +29,7 @@ import Testing
     }
 
     @Test func successIsWillContinueThenContinuedOnce() throws {
-        var tracker = ContinuationTracker(app: "Reader", types: [type])
+        var tracker = ContinuationTracker(app: "Reader", types: [type], redeem: Self.accepted)
         #expect(tracker.handle(will(1)) == [.willContinue(type: type)])
         #expect(tracker.handle(continued(1), payload: try payload(activity)) == [.continued(activity)])
         #expect(tracker.handle(continued(1), payload: try payload(activity)).isEmpty)
@@ -34,14 +38,14 @@ import Testing
     }
 
     @Test func failureIsWillContinueThenDidFailOnce() throws {
-        var tracker = ContinuationTracker(app: "Reader", types: [type])
+        var tracker = ContinuationTracker(app: "Reader", types: [type], redeem: Self.accepted)
         _ = tracker.handle(will(2))
         #expect(tracker.handle(failed(2)) == [.failed(type: type, error: HandoffError(.timedOut, "m", fix: "f"))])
         #expect(tracker.handle(continued(2), payload: try payload(activity)).isEmpty)
     }
 
     @Test func cancellationFailsWhatIsOpenOnce() throws {
-        var tracker = ContinuationTracker(app: "Reader", types: [type])
+        var tracker = ContinuationTracker(app: "Reader", types: [type], redeem: Self.accepted)
         _ = tracker.handle(will(3))
         _ = tracker.handle(will(4))
         _ = tracker.handle(continued(4), payload: try payload(activity))
@@ -52,12 +56,12 @@ import Testing
     }
 
     @Test func anOutcomeWithoutItsWillContinueGetsOneFirst() throws {
-        var tracker = ContinuationTracker(app: "Reader", types: [type])
+        var tracker = ContinuationTracker(app: "Reader", types: [type], redeem: Self.accepted)
         #expect(tracker.handle(continued(5), payload: try payload(activity)) == [.willContinue(type: type), .continued(activity)])
     }
 
     @Test func eventsForOtherAppsAndTypesAreIgnored() {
-        var tracker = ContinuationTracker(app: "Reader", types: [type])
+        var tracker = ContinuationTracker(app: "Reader", types: [type], redeem: Self.accepted)
         #expect(tracker.handle(will(6, to: "Other")).isEmpty)
         #expect(tracker.handle(.willContinue(acceptID: 7, peer: "K7QM", type: "org.example.other", deliverTo: "Reader")).isEmpty)
         #expect(tracker.handle(.peerAppeared(peer: "X", name: "x")).isEmpty)
@@ -65,7 +69,7 @@ import Testing
 
     /// The activity comes from the payload's mapping, userInfo and all; JSON carries only its fixed fields.
     @Test func continuedDecodesTheActivityFromThePayloadDescriptor() throws {
-        var tracker = ContinuationTracker(app: "Reader", types: [type])
+        var tracker = ContinuationTracker(app: "Reader", types: [type], redeem: Self.accepted)
         _ = tracker.handle(will(8))
         let outcome = tracker.handle(continued(8), payload: try payload(activity))
         #expect(outcome == [.continued(activity)])
@@ -73,7 +77,7 @@ import Testing
     }
 
     @Test func continuedWithoutItsPayloadOrWithAnotherOneFails() throws {
-        var tracker = ContinuationTracker(app: "Reader", types: [type])
+        var tracker = ContinuationTracker(app: "Reader", types: [type], redeem: Self.accepted)
         _ = tracker.handle(will(9))
         #expect(failureCode(tracker.handle(continued(9))) == .payloadInvalid)
         _ = tracker.handle(will(10))
@@ -82,13 +86,25 @@ import Testing
         #expect(failureCode(tracker.handle(continued(10), payload: try payload(other))) == .payloadInvalid)
     }
 
+    /// A `continued` nobody here accepted (no ticket, or one not minted here) is not acted on:
+    /// ignored outright when its willContinue was not seen, a failure when it was (review,
+    /// round three, item 1: a handoffd taken over must not make the documents agent write files).
+    @Test func aContinuationNobodyAcceptedHereIsNotActedOn() throws {
+        var tracker = ContinuationTracker(app: "Reader", types: [type], redeem: Self.accepted)
+        #expect(tracker.handle(continued(12, ticket: nil), payload: try payload(activity)).isEmpty)
+        #expect(tracker.handle(continued(13, ticket: String(repeating: "cd", count: 16)), payload: try payload(activity)).isEmpty)
+        _ = tracker.handle(will(14))
+        #expect(failureCode(tracker.handle(continued(14, ticket: nil), payload: try payload(activity))) == .declined)
+        #expect(tracker.handle(continued(14), payload: try payload(activity)).isEmpty, "an accept ends once")
+    }
+
     func failureCode(_ callbacks: [ContinuationTracker.Callback]) -> HandoffError.Code? {
         guard case let .failed(_, error)? = callbacks.first else { return nil }
         return error.code
     }
 
     @Test func progressReachesTheAppOnlyWhileItsContinuationIsOpen() {
-        var tracker = ContinuationTracker(app: "Reader", types: [type])
+        var tracker = ContinuationTracker(app: "Reader", types: [type], redeem: Self.accepted)
         let progress = TransferProgress(acceptID: 11, peer: "K7QM", type: type, bytes: 1 << 20, total: 4 << 20, bytesPerSecond: 1e8)
         #expect(tracker.handle(.progress(progress)).isEmpty)
         _ = tracker.handle(will(11))

@@ -77,7 +77,7 @@ import Testing
             "type": "t.x", "title": "T", "sequence": 9, "deliverTo": "browser", "payloadSize": 10, "digest": "00",
             "timestampMillis": 1_000, "expiresAtMillis": 61_000, "ageMillis": 10_000]], context: "a peer")
         #expect(OfferNotice(listEntry: entry) == OfferNotice(peer: "K7QM", name: "laptop-a", type: "t.x", title: "T", sequence: 9,
-                                                             deliverTo: "browser", remainingMillis: 50_000))
+                                                             deliverTo: "browser", remainingMillis: 50_000, digest: "00"))
         var idle = entry
         idle.offer = nil
         #expect(OfferNotice(listEntry: idle) == nil)

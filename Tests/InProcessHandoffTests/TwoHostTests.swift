@@ -54,6 +54,47 @@ import Testing
         }
     }
 
+    /// Accept and decline mean the offer the person saw (review, round three, item 3): once a
+    /// newer offer replaced it, both answer not-current, nothing is fetched, and the newer
+    /// offer stays listed; the offer shown, by sequence and digest, is fetched.
+    @Test func acceptAndDeclineAreBoundToTheOfferShown() async throws {
+        try await withTestLab { lab in
+            let (a, b) = try await lab.pairedHosts()
+            let first = try await a.call { try $0.publish(Self.activity(title: "first")) }
+            let shown = try await eventually("the first offer on b") { try Self.offer(on: b, sequence: first.sequence) }
+            let second = try await a.call { try $0.publish(Self.activity(title: "second")) }
+            let newer = try await eventually("the second offer on b") { try Self.offer(on: b, sequence: second.sequence) }
+            let servedBefore = try await a.call { try $0.status().transfers.served }
+            let stale = HandoffClient.Chosen(sequence: shown.sequence, digest: shown.digest)
+            let refusal = try await blocking { () -> HandoffError.Code? in
+                do {
+                    _ = try b.client().accept(peer: "laptop-a", chosen: stale)
+                    return nil
+                } catch { return (error as? HandoffError)?.code }
+            }
+            #expect(refusal == .notCurrent)
+            let declined = try await b.call { client -> HandoffError.Code? in
+                do {
+                    _ = try client.decline(peer: "laptop-a", sequence: shown.sequence)
+                    return nil
+                } catch { return (error as? HandoffError)?.code }
+            }
+            #expect(declined == .notCurrent)
+            #expect(try await a.call { try $0.status().transfers.served } == servedBefore, "nothing was fetched")
+            // A digest that is not the offer's is refused too, at the right sequence.
+            let forged = HandoffClient.Chosen(sequence: newer.sequence, digest: String(repeating: "00", count: 32))
+            let wrongDigest = try await blocking { () -> HandoffError.Code? in
+                do {
+                    _ = try b.client().accept(peer: "laptop-a", chosen: forged)
+                    return nil
+                } catch { return (error as? HandoffError)?.code }
+            }
+            #expect(wrongDigest == .notCurrent)
+            let accepted = try await blocking { try b.client().accept(peer: "laptop-a", chosen: .init(sequence: newer.sequence, digest: newer.digest)) }
+            #expect(accepted.activity.title == "second")
+        }
+    }
+
     @Test func resignWithdrawsAndInvalidateEnds() async throws {
         try await withTestLab { lab in
             let (a, b) = try await lab.pairedHosts()
