@@ -10,9 +10,10 @@ import HandoffRuntime
 /// by HandoffAPI (`RequestEnvelope`, `Reply`, `Event`). Requests carry `op` and an
 /// optional `id` echoed in the reply; payloads travel as sealed memfds (SCM_RIGHTS).
 extension Daemon {
-    /// Large enough for a userInfo at its hard limit, base64-encoded: the JSON publish
-    /// kept for scripts. Apps (HandoffKit) publish large payloads by descriptor.
-    static let maximumRequestBytes = ActivityLimits.payloadBytes / 3 * 4 + 1024 * 1024
+    /// A request line: 1 MiB holds any request and a JSON publish with a generous userInfo;
+    /// larger payloads travel by descriptor (HandoffKit and handoff-peer publish always do), so
+    /// the local clients together hold at most `localConnectionLimits.total` MiB of lines.
+    static let maximumRequestBytes = 1024 * 1024
     static let localSendTimeoutMillis = 5_000
 
     /// What a handler answers: the result, and the payload to attach (accept with `payload`).
@@ -24,11 +25,25 @@ extension Daemon {
     /// On the loop: a local client connected. Its request lines come one at a time (`LocalSession`);
     /// when it goes, its subscription and declarations end and its place in the limits is freed.
     nonisolated func serveLocalClient(_ connection: StreamConnection, release: @escaping @Sendable () -> Void) {
+        // The socket's directory keeps other users out; the kernel's word on who connected is
+        // checked as well, so a socket passed on or a directory opened up does not let them in.
+        let uid = try? connection.peerUID()
+        guard Self.admitsLocalClient(uid: uid, ownUID: getuid()) else {
+            log.warning("refused a local API connection from uid \(uid.map(String.init) ?? "unknown"): only this user's programs are served")
+            connection.close()
+            release()
+            return
+        }
         let session = LocalSession(connection: connection, loop: loop, stallMillis: UInt64(Self.localSendTimeoutMillis))
         session.start(onLine: { [self] session, line in received(line, on: session) }, onClose: { [self] session in
             release()
             onActor { $0.unsubscribe(session.connection) }
         })
+    }
+
+    /// Only the user who runs handoffd (SO_PEERCRED); nil, when the kernel would not say, is refused.
+    static func admitsLocalClient(uid: UInt32?, ownUID: UInt32) -> Bool {
+        uid == ownUID
     }
 
     /// Lines longer than this are decoded on a thread of their own, not on the loop.

@@ -24,7 +24,9 @@ public enum DocumentsCommand {
           exclude-app = NAME       never offer files opened in this app (as the list names it, e.g. Mousepad)
           exclude-dir = PATH       never offer files under this directory (~/ allowed)
         Continued documents are saved at the same path under the home directory when it is free or holds the
-        same bytes, else as "NAME (from DEVICE).EXT" beside it, and opened in the same app when it is installed.
+        same bytes, else as "NAME (from DEVICE).EXT" beside it; only an accept made here is acted on. A document
+        type (text, PDF, office documents, images: shared-mime-info on the name and bytes) opens in this laptop's
+        default document app for it; anything else is saved unopened. A notification says which.
         Exit status: 0 when switched off, 1 when it cannot start, 64 on misuse.
         """)
 

@@ -33,6 +33,16 @@ import Testing
         return (session, client, record)
     }
 
+    /// The kernel names who connected; only handoffd's own user is served, and an unknown
+    /// user (the kernel would not say) is not.
+    @Test func onlyThisUsersClientsAreServed() throws {
+        let (daemonSide, client) = try connectedPair("daemon", "client")
+        defer { daemonSide.close(); client.close() }
+        #expect(try Daemon.admitsLocalClient(uid: daemonSide.peerUID(), ownUID: getuid()))
+        #expect(!Daemon.admitsLocalClient(uid: getuid() &+ 1, ownUID: getuid()))
+        #expect(!Daemon.admitsLocalClient(uid: nil, ownUID: getuid()))
+    }
+
     @Test func linesComeOneAtATimeAndAnEndedClientIsClosedAfterItsLastReply() throws {
         let (session, client, record) = try served()
         defer { client.close() }

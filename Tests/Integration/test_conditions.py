@@ -501,11 +501,14 @@ class Faults(unittest.TestCase):
             with open(REPORT, "a") as f:
                 f.write(json.dumps({"fault": "no app, --app", "accept": error["code"], "doctor": ["app"],
                                     "verdict": "terminal-fallback", "message": error["message"]}) + "\n")
-        # Without --app, the terminal continues it: printed, one line on stderr, exit 0.
+        # Without --app, the terminal continues it: printed, exit 0; stderr says which offer was
+        # accepted, then one line on why the terminal has it.
         result = peer("laptop-b", "accept", "laptop-a")
         self.assertIn("Chapter 3", result.stdout)
-        self.assertIn(f"No app here declares {TYPE}", result.stderr)
-        self.assertEqual(len(result.stderr.strip().splitlines()), 1)
+        said = result.stderr.strip().splitlines()
+        self.assertEqual(len(said), 2, said)
+        self.assertRegex(said[0], rf"^Accepting .* \({re.escape(TYPE)}, offer \d+\) from laptop-a ")
+        self.assertIn(f"No app here declares {TYPE}", said[1])
         listing = peer("laptop-b", "list").stdout
         self.assertIn("CONTINUES IN", listing)
         self.assertIn("- (printed)", listing)

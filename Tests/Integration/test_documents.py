@@ -1,7 +1,9 @@
 """Documents hand off on their own: a real GTK app (Debian's mousepad) opens a
 file on laptop-a under Xvfb, GTK itself records it in a's recently-used list,
 a's handoff-documents offers it, and accepting on laptop-b saves the same bytes
-at the same place under b's home and opens them in mousepad there, once. Each
+at the same place under b's home and opens them there, once, in b's own default
+document app for the type (mousepad, found through shared-mime-info and its
+MimeType=); a script named as a document is saved and never opened. Each
 host has its own home, session bus and documents agent; both share one Xvfb.
 Hidden files, a refused list (symbolic link, oversized, malformed) and a name
 already taken on b are covered too.
@@ -181,6 +183,23 @@ class Documents(unittest.TestCase):
         copy = os.path.join(self.homes["laptop-b"], "Documents", "todo (from laptop-a).txt")
         wait_until("b to save a copy beside it", lambda: content_of(copy) == b"a's list\n", timeout=10)
         self.assertEqual(content_of(taken), b"b's own list\n")
+
+    def test_2b_a_script_named_as_a_document_is_saved_and_never_opened(self):
+        """Round three, 1: what the sender names it, and the app it names, decide nothing on b."""
+        script = b"#!/bin/sh\necho pwned > /tmp/handoff-documents-pwned\n"
+        before = self.offer()
+        log_before = len(read(self.agent_logs["laptop-b"]))
+        self.open_on_a("Documents/plan.md", script)
+        wait_until("b to list a's plan.md", lambda: (o := self.offer()) and o != before and o["title"].startswith("plan.md"), timeout=30)
+        peer("laptop-b", "accept", "laptop-a")
+        saved = os.path.join(self.homes["laptop-b"], "Documents", "plan.md")
+        wait_until("b to save it", lambda: content_of(saved) == script, timeout=10)
+        refused = wait_until("b's agent to leave it unopened", lambda: "without opening it" in (log := read(self.agent_logs["laptop-b"])[log_before:]) and log,
+                             timeout=10)
+        self.assertIn("x-shellscript", refused)
+        time.sleep(1)
+        self.assertEqual(self.mousepads("laptop-b/Documents/plan.md"), [])
+        self.assertFalse(os.path.exists("/tmp/handoff-documents-pwned"))
 
     def test_3_hidden_files_are_never_offered(self):
         before = wait_until("an offer from a", self.offer, timeout=10)

@@ -9,6 +9,7 @@ import json
 import mmap
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -217,6 +218,36 @@ class LocalAPI(unittest.TestCase):
         self.assertTrue(reply["ok"])
         self.assertEqual(reply["result"]["current"], before)
         self.assertEqual(connection.fds, [])
+        connection.close()
+
+    def test_5_another_user_is_refused_even_when_the_socket_is_open_to_them(self):
+        """The directory keeps other users out; if it is opened up (or the socket passed on),
+        the kernel's word on who connected (SO_PEERCRED) still does: EOF, nothing answered."""
+        path = os.path.join(LAB_DIR, "laptop-a", "run", "handoff.sock")
+        opened = [path]
+        directory = os.path.dirname(path)
+        while directory not in ("/", "/tmp"):
+            opened.append(directory)
+            directory = os.path.dirname(directory)
+        modes = {item: os.stat(item).st_mode & 0o7777 for item in opened}
+        try:
+            for item in opened:
+                os.chmod(item, modes[item] | (0o777 if item == path else 0o711))
+            probe = ("import json,socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n"
+                     "s.sendall(json.dumps({'id':1,'op':'status'}).encode()+b'\\n')\ns.settimeout(10)\n"
+                     "data=b''\nwhile True:\n  chunk=s.recv(4096)\n  if not chunk: break\n  data+=chunk\n"
+                     "print(len(data))")
+            result = subprocess.run(["setpriv", "--reuid=4242", "--regid=4242", "--clear-groups", sys.executable, "-c", probe, path],
+                                    capture_output=True, text=True, timeout=30)
+        finally:
+            for item, mode in modes.items():
+                os.chmod(item, mode)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout.strip(), "0", "another user's client was answered")
+        # This user's clients are served as before.
+        connection = Connection("laptop-a")
+        reply, _ = connection.call({"op": "status"})
+        self.assertTrue(reply["ok"])
         connection.close()
 
 
