@@ -5,7 +5,7 @@ public enum EventName: String, CaseIterable, Sendable {
     case peerAppeared, peerLeft, summaryReceived, summaryWithdrawn, declined
     case willContinue, continued, failed, progress, transferWaiting, transferResumed
     case payloadServed, activityEnded, paired, near, enabled, disabled
-    case pairable, pairingCode, pairingEnded, unpaired
+    case pairable, pairingCode, pairingEnded, pairingClosed, unpaired
 }
 
 /// `pairingCode`: a pairing dialog's code is known, on either side (`role`: "initiator" when this
@@ -103,10 +103,14 @@ public enum Event: Codable, Equatable, Sendable {
     case activityEnded(type: String, reason: String)
     case paired(peer: String, name: String)
     /// A device that is not paired opened pairing and can be paired now (its clear pairing beacon).
+    /// Sent only while pairing is open on this host too: the user here asked to pair.
     case pairable(peer: String, name: String)
     case pairingCode(PairingCodeEvent)
     /// A pairing dialog ended without pairing (declined on either side, timed out, failed); `paired` says the other outcome.
     case pairingEnded(session: Int64, peer: String, name: String, error: HandoffError)
+    /// Pairing closed on this host (`reason`: "paired", "timed-out", "opener-gone", "too-many-declined"):
+    /// devices it told of (`pairable`) can no longer be paired from here.
+    case pairingClosed(reason: String)
     /// This host no longer trusts the device (`untrust`).
     case unpaired(peer: String, name: String)
     /// The peer's beacon became fresh and strong enough.
@@ -132,6 +136,7 @@ public enum Event: Codable, Equatable, Sendable {
         case .pairable: .pairable
         case .pairingCode: .pairingCode
         case .pairingEnded: .pairingEnded
+        case .pairingClosed: .pairingClosed
         case .unpaired: .unpaired
         case .near: .near
         case .enabled: .enabled
@@ -162,7 +167,7 @@ public enum Event: Codable, Equatable, Sendable {
         case let .continued(event): event.peer
         case let .progress(event): event.peer
         case let .transferWaiting(event): event.peer
-        case .activityEnded, .enabled, .disabled: nil
+        case .activityEnded, .enabled, .disabled, .pairingClosed: nil
         }
     }
 

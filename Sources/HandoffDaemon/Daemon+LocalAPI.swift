@@ -170,8 +170,14 @@ extension Daemon {
             return plain(IdentityInfo(deviceID: deviceID.description, publicKey: identity.publicKey.hex, name: configuration.name))
         case let .pair(peer, address):
             return plain(pairingOffer(try await startPairing(reference: peer, address: address).get()))
-        case let .pairListen(seconds): return plain(pairingOffer(try await listenForPairing(seconds: Int(seconds)).get()))
-        case let .pairOpen(seconds): return plain(PairingWindow(openUntilMillis: Int64(clamping: openPairing(seconds: Int(seconds)))))
+        // A client that closed while this waited for the actor would hold pairing open forever.
+        case .pairListen where session.isClosed, .pairOpen where session.isClosed:
+            return nil
+        case let .pairListen(seconds):
+            return plain(pairingOffer(try await listenForPairing(seconds: Int(seconds), holder: ObjectIdentifier(connection)).get()))
+        case let .pairOpen(seconds):
+            let until = try openPairing(seconds: Int(seconds), holder: ObjectIdentifier(connection)).get()
+            return plain(PairingWindow(openUntilMillis: Int64(clamping: until)))
         case let .pairConfirm(session, accept):
             let offer = try await confirmPairing(session: Int(clamping: session), accept: accept).get()
             return plain(PairingResult(peer: Ed25519.deviceID(of: offer.key).description, name: offer.name))
@@ -424,6 +430,7 @@ extension Daemon {
 
     /// A local client went away: its subscription and its app registration end.
     func unsubscribe(_ connection: StreamConnection) {
+        releasePairing(ObjectIdentifier(connection))
         if clients.disconnected(connection) {
             log.info("an app's run-time declaration ended with its connection")
         }

@@ -73,7 +73,16 @@ struct PairingState {
     /// `pairListen` requests waiting for a device to ask.
     var listeners: [Int: CheckedContinuation<Result<Offer, HandoffError>, Never>] = [:]
     var nextListener = 0
+    /// Pairing is open only while someone here asked for it: the local connections that opened
+    /// it (`pair`, `pair --open`), each until its own deadline. It closes when the last one goes,
+    /// when its time is up, when a device paired, or after `maximumRefusedCandidates`.
+    var holders: [ObjectIdentifier: UInt64] = [:]
     var openUntilMillis: UInt64 = 0
+    /// Candidates of this window declined on either side or whose code differed.
+    var refusedCandidates = 0
+    /// Openers whose window closed after too many refused candidates: they cannot open it again
+    /// on the same connection (a script guessing codes starts over, and the person sees why).
+    var barred: Set<ObjectIdentifier> = []
     /// When the last clear pairing beacon went out (monotonic ms).
     var lastBeaconMillis: UInt64?
     /// `pairable` events: at most one a second (burst 3), however many devices send beacons.
@@ -87,6 +96,11 @@ struct PairingState {
     static let maximumBeacons = 32
     /// Beacons kept per source address: one host cannot crowd out the others.
     static let maximumBeaconsPerHost = 4
+    /// Declined or mismatched candidates a window takes before it closes: a person compares
+    /// codes with one other laptop, so a few strangers are plenty, and a script's `pair --code`
+    /// gives a guesser that many tries per run (10⁻⁶ each), not the ~180k an hour the
+    /// handshake budget would allow.
+    static let maximumRefusedCandidates = 5
 
     enum Availability: Sendable, Equatable { case open, closed, busy }
 
@@ -125,7 +139,7 @@ struct PairingState {
 
 extension Daemon {
     func isPairingOpen() -> Bool {
-        pairing.openUntilMillis > clock.wallMillis()
+        !pairing.holders.isEmpty && pairing.openUntilMillis > clock.wallMillis()
     }
 
     /// Whether a pairing handshake from `host` is answered now.
@@ -141,14 +155,26 @@ extension Daemon {
             return peers.recordDrop(\.expired)
         }
         let known = pairing.beacons[beacon.senderKey].map { $0.seenMillis + $0.ttlMillis > nowMillis } ?? false
-        pairing.remember(.init(key: beacon.senderKey, name: beacon.name, host: host,
-                               port: beacon.transferPort, seenMillis: nowMillis, ttlMillis: ttl))
-        // A device newly pairable (not one already paired): the agent offers to pair with it. At most
-        // one a second: anyone on the link can send beacons, and each would be a notification.
-        if !known, !trust.contains(beacon.senderKey), pairing.beacons[beacon.senderKey] != nil,
-           pairing.pairableNotices.allow("beacons", nowMillis: clock.monotonicMillis()) {
-            broadcast(.pairable(peer: Ed25519.deviceID(of: beacon.senderKey).description, name: beacon.name))
-        }
+        let remembered = PairingState.Beacon(key: beacon.senderKey, name: beacon.name, host: host,
+                                             port: beacon.transferPort, seenMillis: nowMillis, ttlMillis: ttl)
+        pairing.remember(remembered)
+        if !known, pairing.beacons[beacon.senderKey] != nil { tellPairable(remembered) }
+    }
+
+    /// The agent offers to pair with a device newly pairable, only while the user here asked to
+    /// pair (pairing open on this host too): anyone on the link can send beacons, under any name.
+    /// Not for a device already paired, nor one claiming this host's name or a paired device's
+    /// (`pair --list` still shows it, with its device id). At most one a second.
+    private func tellPairable(_ beacon: PairingState.Beacon) {
+        guard isPairingOpen(), !trust.contains(beacon.key), !claimsAKnownName(beacon),
+              pairing.pairableNotices.allow("beacons", nowMillis: clock.monotonicMillis()) else { return }
+        broadcast(.pairable(peer: Ed25519.deviceID(of: beacon.key).description, name: beacon.name))
+    }
+
+    func claimsAKnownName(_ beacon: PairingState.Beacon) -> Bool {
+        let name = beacon.name.lowercased()
+        return name == configuration.name.lowercased()
+            || trust.entries.values.contains { $0.key != beacon.key && $0.name.lowercased() == name }
     }
 
     /// Devices that can be paired right now, for `pair` without a name.
@@ -159,28 +185,66 @@ extension Daemon {
 
     // MARK: - Local API
 
-    /// `pairOpen`: opens pairing for `seconds` (or keeps it open) and returns when it closes (wall ms).
-    /// Devices that ask are told to subscribers (`pairingCode`), which answer with `pairConfirm`.
-    func openPairing(seconds: Int) -> UInt64 {
-        pairing.openUntilMillis = max(pairing.openUntilMillis, clock.wallMillis() + UInt64(seconds) * 1000)
-        log.info("pairing open for \(seconds) s")
-        announce()
-        return pairing.openUntilMillis
+    /// `pairOpen`: opens pairing for `seconds` (or keeps it open) while `holder`, the local
+    /// connection that asked, stays; returns when it closes (wall ms). Devices that ask are told
+    /// to subscribers (`pairingCode`), which answer with `pairConfirm`.
+    func openPairing(seconds: Int, holder: ObjectIdentifier) -> Result<UInt64, HandoffError> {
+        if let refused = holdPairing(seconds: seconds, holder: holder) { return .failure(refused) }
+        return .success(pairing.openUntilMillis)
     }
 
-    /// `pairListen`: opens pairing for `seconds` (or keeps it open) and returns the next device
-    /// that asked, with the code to compare: one already waiting, else the next to ask.
-    func listenForPairing(seconds: Int) async -> Result<PairingState.Offer, HandoffError> {
-        pairing.openUntilMillis = max(pairing.openUntilMillis, clock.wallMillis() + UInt64(seconds) * 1000)
+    /// `pairListen`: as `pairOpen`, and returns the next device that asked, with the code to
+    /// compare: one already waiting, else the next to ask.
+    func listenForPairing(seconds: Int, holder: ObjectIdentifier) async -> Result<PairingState.Offer, HandoffError> {
+        if let refused = holdPairing(seconds: seconds, holder: holder) { return .failure(refused) }
         if !pairing.waiting.isEmpty { return .success(pairing.waiting.removeFirst()) }
         pairing.nextListener += 1
         let id = pairing.nextListener
-        log.info("pairing open for \(seconds) s")
         return await withCheckedContinuation { continuation in
             pairing.listeners[id] = continuation
-            announce()
             loop.after(millis: UInt64(seconds) * 1000) { self.onActor { $0.closeListener(id) } }
         }
+    }
+
+    private func holdPairing(seconds: Int, holder: ObjectIdentifier) -> HandoffError? {
+        guard !pairing.barred.contains(holder) else { return Self.tooManyRefused }
+        let wasOpen = isPairingOpen()
+        let until = clock.wallMillis() + UInt64(seconds) * 1000
+        pairing.holders[holder] = max(pairing.holders[holder] ?? 0, until)
+        pairing.openUntilMillis = max(pairing.openUntilMillis, until)
+        log.info("pairing open for \(seconds) s")
+        loop.after(millis: UInt64(seconds) * 1000 + 1) { self.onActor { $0.pairingTimePassed() } }
+        if !wasOpen {
+            pairing.refusedCandidates = 0
+            announce()
+            // Devices that opened pairing before this one did: the user here may pair with them now.
+            let now = clock.wallMillis()
+            for beacon in pairing.beacons.values.sorted(by: { $0.seenMillis > $1.seenMillis })
+            where beacon.seenMillis + beacon.ttlMillis > now {
+                tellPairable(beacon)
+            }
+        }
+        return nil
+    }
+
+    static let tooManyRefused = HandoffError(.declined, "Pairing closed: \(PairingState.maximumRefusedCandidates) devices were declined or showed another code.",
+        fix: "Someone may be guessing codes: pair elsewhere, or run 'handoff-peer pair' again when only your other laptop asks.")
+
+    /// A local connection closed: pairing it held open closes unless another holds it too.
+    func releasePairing(_ holder: ObjectIdentifier) {
+        pairing.barred.remove(holder)
+        guard pairing.holders.removeValue(forKey: holder) != nil else { return }
+        if pairing.holders.isEmpty {
+            closePairingWindow(reason: "opener-gone")
+        } else {
+            pairing.openUntilMillis = pairing.holders.values.max() ?? 0
+        }
+    }
+
+    private func pairingTimePassed() {
+        let now = clock.wallMillis()
+        pairing.holders = pairing.holders.filter { $0.value > now }
+        if !pairing.holders.isEmpty || pairing.openUntilMillis != 0, !isPairingOpen() { closePairingWindow(reason: "timed-out") }
     }
 
     private func closeListener(_ id: Int) {
@@ -188,19 +252,32 @@ extension Daemon {
             listener.resume(returning: .failure(HandoffError(.timedOut, "No device asked to pair.",
                 fix: "On the other host run 'handoff-peer pair \(configuration.name)' while this one waits.")))
         }
-        if pairing.listeners.isEmpty, !isPairingOpen() { closePairingWindow() }
     }
 
-    /// Pairing closes: devices still waiting to be shown are declined.
-    private func closePairingWindow() {
+    /// Pairing closes: its beacon stops (the next announcement has none), every candidate still
+    /// waiting for an answer here is declined, waiting `pairListen`s hear why, and subscribers
+    /// (the agent) are told, so "can be paired" notifications go.
+    private func closePairingWindow(reason: String) {
+        let wasOpen = pairing.openUntilMillis != 0 || !pairing.holders.isEmpty
         pairing.openUntilMillis = 0
-        for offer in pairing.waiting {
-            if case let .codeShown(shown, decision?) = pairing.sessions[offer.session] {
-                pairing.sessions[offer.session] = .codeShown(shown, decision: nil)
+        pairing.holders.removeAll()
+        for id in pairing.responding.keys {
+            if case let .codeShown(shown, decision?) = pairing.sessions[id] {
+                pairing.sessions[id] = .codeShown(shown, decision: nil)
                 decision.resume(returning: false)
             }
         }
         pairing.waiting.removeAll()
+        let error = reason == "too-many-declined" ? Self.tooManyRefused
+            : HandoffError(.timedOut, reason == "paired" ? "Pairing closed: a device paired." : "Pairing closed before a device asked.",
+                           fix: "Run 'handoff-peer pair' again to pair another device.")
+        let listeners = pairing.listeners
+        pairing.listeners.removeAll()
+        for listener in listeners.values { listener.resume(returning: .failure(error)) }
+        if wasOpen {
+            log.info("pairing closed: \(reason)")
+            broadcast(.pairingClosed(reason: reason))
+        }
     }
 
     /// Connections a pairing initiator makes when each is reset before its handshake ends (0.2 s, 0.4 s, ... apart).
@@ -529,15 +606,23 @@ extension Daemon {
         switch outcome {
         case let .success(offer):
             log.info("paired with \(Ed25519.deviceID(of: offer.key))")
-            // The user paired the device they wanted: pairing closes for the others.
-            if wasResponding { closePairingWindow() }
             broadcast(.paired(peer: Ed25519.deviceID(of: offer.key).description, name: offer.name))
+            // The user paired the device they wanted: pairing closes for the others.
+            closePairingWindow(reason: "paired")
             trustChanged()
         case let .failure(error):
             log.info("pairing ended without pairing: \(error.code.rawValue)")
             // A dialog whose code was shown: whoever shows it (a notification) hears how it ended.
             if let offer = pairing.sessions[id]?.offer {
                 broadcast(.pairingEnded(session: Int64(id), peer: Ed25519.deviceID(of: offer.key).description, name: offer.name, error: error))
+                // A candidate declined (on either side, or for another code): a window takes a few.
+                if wasResponding, isPairingOpen() {
+                    pairing.refusedCandidates += 1
+                    if pairing.refusedCandidates >= PairingState.maximumRefusedCandidates {
+                        pairing.barred.formUnion(pairing.holders.keys)
+                        closePairingWindow(reason: "too-many-declined")
+                    }
+                }
             }
         }
         switch pairing.sessions.removeValue(forKey: id) {

@@ -493,10 +493,13 @@ public actor Daemon {
     func sendPairingBeacon(nowMillis now: UInt64) {
         let (sequence, reservation) = offering.nextAnnouncement(wallClockMillis: now)
         reserve(reservation)
-        var beacon = Announcement(kind: .pairing, senderKey: identity.publicKey, sequence: sequence,
+        // In clear to anyone on the link: the device name (what Bluetooth's discoverable name says
+        // too), its key and port, nothing of its state or activity. It lives a few intervals, so
+        // a window that closed is soon forgotten by the other hosts.
+        let ttl = min(configuration.peerTTLSeconds, UInt16(clamping: max(2, pairingBeaconIntervalMillis * 3 / 1000)))
+        let beacon = Announcement(kind: .pairing, senderKey: identity.publicKey, sequence: sequence,
                                   timestampMillis: now, transferPort: server.port,
-                                  ttlSeconds: configuration.peerTTLSeconds, name: configuration.name, summary: nil)
-        beacon.state = senderState()
+                                  ttlSeconds: ttl, name: configuration.name, summary: nil)
         do {
             let bytes = try beacon.signedDatagram(by: identity)
             for path in discovery.paths { path.announce([OutgoingAnnouncement(recipient: nil, route: .multicast, bytes: bytes)]) }

@@ -240,7 +240,7 @@ final class LocalSession: Sendable {
                 line = try nextLine()
             } catch {
                 if error.errno == EMSGSIZE {
-                    let reply = Reply(id: nil, outcome: .failure(.invalidRequest("The request is longer than \(maximumLineBytes) bytes.")))
+                    let reply = Reply(id: nil, outcome: .failure(.invalidRequest("The request is longer than \(maximumLineBytes) bytes; a larger userInfo goes by descriptor (payloadFd), as HandoffKit and handoff-peer publish send it.")))
                     send(line: JSONWriter.line(reply.json))
                 }
                 state.withLock { $0.ended = true }

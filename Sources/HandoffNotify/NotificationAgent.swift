@@ -221,6 +221,7 @@ public final class NotificationAgent: @unchecked Sendable {
             case let .pairingEnded(session, peer, name, error): execute(pairingBook.ended(session: session, peer: peer, name: name, error: error))
             case let .paired(peer, name): execute(pairingBook.paired(peer: peer, name: name))
             case let .unpaired(peer, name): execute(pairingBook.unpaired(peer: peer, name: name))
+            case .pairingClosed: execute(pairingBook.pairingClosed())
             default: break
             }
         case let .pairFailed(peer, name, error):
@@ -387,7 +388,7 @@ public final class NotificationAgent: @unchecked Sendable {
     }
 
     /// Events the pairing notifications follow.
-    static let pairingEvents: Set<EventName> = [.pairable, .pairingCode, .pairingEnded, .paired, .unpaired]
+    static let pairingEvents: Set<EventName> = [.pairable, .pairingCode, .pairingEnded, .pairingClosed, .paired, .unpaired]
 
     /// Events that can change what `list` shows.
     static let relevantEvents: Set<EventName> = [.peerAppeared, .peerLeft, .summaryReceived, .summaryWithdrawn, .declined,

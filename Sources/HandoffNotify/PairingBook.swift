@@ -4,8 +4,9 @@ import HandoffCore
 /// handoffd next. Pure, like `NotificationBook`: the agent feeds it handoffd's events
 /// and the server's replies and signals, and carries out the commands it returns.
 ///
-/// - A device that opened pairing (`pairable`): "X can be paired" with Pair. At most
-///   `maximumPairable` at once (anyone on the link can send pairing beacons).
+/// - A device that opened pairing (`pairable`, told only while pairing is open here too):
+///   "X can be paired" with Pair, until pairing closes here. At most `maximumPairable` at
+///   once (anyone on the link can send pairing beacons).
 /// - A dialog's code (`pairingCode`, either side): "Pair with X? Code 123 456" with
 ///   Pair / Reject, one per dialog, so several requests are shown separately.
 /// - Its end: "Paired with X", or why not.
@@ -73,6 +74,11 @@ public struct PairingBook: Sendable {
         commands += remove("pairable:" + peer)
         commands += show(outcome: Notice(paired: name, peer: peer, markup: markup), key: "outcome:" + peer)
         return commands
+    }
+
+    /// Pairing closed on this host (`pairingClosed`): no "can be paired" is left to click.
+    public mutating func pairingClosed() -> [Command] {
+        entries.keys.filter { $0.hasPrefix("pairable:") }.sorted().flatMap { remove($0) }
     }
 
     /// This host stopped trusting the device (`untrust`, here or from another program).

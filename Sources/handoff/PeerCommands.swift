@@ -44,7 +44,7 @@ enum Commands {
                     options: [
                         .init("address", value: "HOST[:PORT]", help: "Connect to this address instead of looking for the host's pairing announcement."),
                         .init("list", help: "Only list the devices that have pairing open now."),
-                        .init("open", help: "Open pairing and return at once: each device that asks is shown by the notification agent (handoff-notify), with its code and Pair / Reject."),
+                        .init("open", help: "Open pairing while this runs, without a dialog in the terminal: devices that opened pairing too, and each device that asks, are shown by the notification agent (handoff-notify), with the code and Pair / Reject. Returns when a device paired, the time is up, or on Ctrl-C."),
                         .init("code", value: "CODE", help: "Confirm only if the code is this one (for scripts: read it on the other screen); the waiting host declines any other device and waits for the next."),
                         .init("yes", help: "Confirm the first device without asking (for scripts and tests)."),
                         .init("timeout", value: "SECONDS", help: "How long the waiting host keeps pairing open (default 120)."),
@@ -53,8 +53,10 @@ enum Commands {
                     discussion: """
                     Run 'handoff-peer pair' on one host (it waits), then 'handoff-peer pair NAME' on the other.
                     Both print the same code; confirm on both. Only then does each trust the other.
-                    Where handoff-notify runs, the other host's notification offers to pair, and each code is
-                    also shown (and can be confirmed) in a notification.
+                    Pairing is open only while the command that opened it runs, and closes when a device paired
+                    or after 5 devices were declined or showed another code. Where handoff-notify runs and
+                    pairing is open on both hosts, each notification offers to pair with the other, and each
+                    code is also shown (and can be confirmed) in a notification.
                     """),
         CommandSpec(name: "devices", abstract: "List paired devices.", options: [json]),
         CommandSpec(name: "untrust", abstract: "Unpair a device, at once: it can no longer see or fetch this host's activities.",

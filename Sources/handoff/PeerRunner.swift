@@ -246,14 +246,32 @@ struct Runner {
         // Range checked by Commands.validate.
         let timeout = arguments.value("timeout").flatMap { Int64($0) } ?? 120
         if arguments.flag("open") {
+            // Pairing stays open while this command runs (its connection holds it): it returns
+            // when a device paired, the time is up, or on Ctrl-C.
             let window = try client.pairOpen(timeoutSeconds: timeout)
             if wantsJSON {
                 print(window.json.prettyPrinted())
             } else {
-                print("Pairing is open for \(timeout) s. On the other host, choose Pair in its notification (or run: handoff-peer pair \(try ownName()));")
-                print("then compare the codes and choose Pair in both notifications.")
+                print("Pairing is open for \(timeout) s, while this runs (Ctrl-C closes it). On the other host, open pairing too")
+                print("and choose Pair in its notification (or run: handoff-peer pair \(try ownName())); then compare the codes and")
+                print("choose Pair in both notifications.")
             }
-            return 0
+            fflush(nil)
+            try client.subscribe()
+            while let received = try client.nextEvent() {
+                guard case let .pairingClosed(reason)? = received.event else { continue }
+                if reason == "paired" {
+                    if !wantsJSON { print("Paired; pairing is closed.") }
+                    return 0
+                }
+                throw reason == "too-many-declined"
+                    ? HandoffError(.declined, "Pairing closed: too many devices were declined or showed another code.",
+                                   fix: "Someone may be guessing codes: pair elsewhere, or open pairing again when only your other laptop asks.")
+                    : HandoffError(.timedOut, "No device paired within \(timeout) s.",
+                                   fix: "Open pairing on both hosts, then choose Pair in one notification.")
+            }
+            throw HandoffError(.daemonUnavailable, "handoffd went away while pairing was open.",
+                               fix: "Start handoffd again ('systemctl --user start handoffd'), then pair again.")
         }
         if let peer = arguments.positionals.first ?? arguments.value("address").map({ _ in "" }) {
             let offer = try client.pair(peer: peer.isEmpty ? nil : peer, address: arguments.value("address"))
@@ -507,6 +525,7 @@ struct Runner {
         case let .pairable(_, name), let .unpaired(_, name): safe(name)
         case let .pairingCode(code): "\(safe(code.name))  \(code.role)  session \(code.session)"
         case let .pairingEnded(session, _, name, error): "\(safe(name))  session \(session)  \(error.code.rawValue)"
+        case let .pairingClosed(reason): reason
         case .peerAppeared, .peerLeft, .summaryWithdrawn, .paired, .near, .enabled, .disabled: ""
         }
     }

@@ -16,7 +16,7 @@ let sampleEvents: [Event] = [
     .transferResumed(acceptID: 3, peer: "K7QM", fromByte: 4_194_304),
     .payloadServed(peer: "K7QM", type: "a.b", sequence: 42), .activityEnded(type: "a.b", reason: "expired"),
     .paired(peer: "K7QM", name: "laptop-a"), .near(peer: "K7QM"), .enabled, .disabled,
-    .pairable(peer: "K7QM", name: "laptop-a"), .unpaired(peer: "K7QM", name: "laptop-a"),
+    .pairable(peer: "K7QM", name: "laptop-a"), .pairingClosed(reason: "paired"), .unpaired(peer: "K7QM", name: "laptop-a"),
     .pairingCode(PairingCodeEvent(session: 3, peer: "K7QM", name: "laptop-a", code: "123456", role: "responder")),
     .pairingEnded(session: 3, peer: "K7QM", name: "laptop-a", error: HandoffError(.declined, "m", fix: "f")),
 ]

@@ -70,7 +70,7 @@ import Testing
     @Test func aLongLineInManyReadsArrivesWholeAndTheNextAfterIt() throws {
         let (session, client, record) = try served()
         defer { client.close() }
-        let long = [UInt8](repeating: UInt8(ascii: "x"), count: 3 << 20)
+        let long = [UInt8](repeating: UInt8(ascii: "x"), count: Daemon.maximumRequestBytes - 1)
         Threads.start("test writer") {
             for start in stride(from: 0, to: long.count, by: 100_000) {
                 try? client.write(Array(long[start..<min(start + 100_000, long.count)]))

@@ -9,6 +9,11 @@ import Testing
 // Pairing between two real daemons over a socket pair: the dialog, the keys it
 // exchanges, and that it is kept on both sides or on neither (issue 15, finding 10).
 
+/// What holds pairing open in these tests: the local connection that asked, in handoffd.
+final class PairingOpener: Sendable {
+    var id: ObjectIdentifier { ObjectIdentifier(self) }
+}
+
 /// Both daemons, b pairing with a (a waits, as `handoff-peer pair` does), up to the code on both screens.
 private struct PairingRun {
     let a: TestDaemon, b: TestDaemon
@@ -17,7 +22,8 @@ private struct PairingRun {
 
     static func start(expecting expected: ((DeviceKey) -> DeviceKey)? = nil) async throws -> (PairingRun?, Result<PairingState.Offer, HandoffError>) {
         let a = try TestDaemon(name: "alpha"), b = try TestDaemon(name: "beta")
-        let listening = Task { await a.daemon.listenForPairing(seconds: 30) }
+        let opener = PairingOpener()
+        let listening = Task { await a.daemon.listenForPairing(seconds: 30, holder: opener.id) }
         while await !a.daemon.isPairingOpen() { try await Task.sleep(for: .milliseconds(5)) }
         let (clientConnection, serverConnection) = try connectedPair("pairing initiator", "pairing responder")
         let served = a.serve(serverConnection)
@@ -98,7 +104,8 @@ private struct PairingRun {
         let a = try TestDaemon(name: "alpha"), stranger = try TestDaemon(name: "mallory"), b = try TestDaemon(name: "beta")
         defer { a.remove(); stranger.remove(); b.remove() }
         let aKey = await a.daemon.identity.publicKey
-        let listening = Task { await a.daemon.listenForPairing(seconds: 30) }
+        let opener = PairingOpener()
+        let listening = Task { await a.daemon.listenForPairing(seconds: 30, holder: opener.id) }
         while await !a.daemon.isPairingOpen() { try await Task.sleep(for: .milliseconds(5)) }
 
         func ask(_ who: TestDaemon, from address: String) async throws -> (Result<PairingState.Offer, HandoffError>, Started<Void>) {
@@ -127,7 +134,7 @@ private struct PairingRun {
         #expect(throws: HandoffError.self) { try there.get() }
         #expect(await a.daemon.isPairingOpen())
 
-        let shownNext = try await a.daemon.listenForPairing(seconds: 30).get()
+        let shownNext = try await a.daemon.listenForPairing(seconds: 30, holder: opener.id).get()
         #expect(shownNext.key == (await b.daemon.identity.publicKey))
         #expect(shownNext.code == offerB.code)
         async let pairedHere = a.daemon.confirmPairing(session: shownNext.session, accept: true)
@@ -139,6 +146,59 @@ private struct PairingRun {
         #expect(Set(await a.daemon.trust.entries.keys) == [await b.daemon.identity.publicKey])
         // Paired with the device the user wanted: pairing closes for everyone else.
         #expect(await !a.daemon.isPairingOpen())
+    }
+
+    /// Round three, 4: each declined (or mismatched) candidate costs the window; at the fifth it
+    /// closes, and the command that opened it cannot open it again: a script guessing codes
+    /// against `pair --code` gets five tries per run, not thousands an hour.
+    @Test func aFewDeclinedCandidatesClosePairing() async throws {
+        let a = try TestDaemon(name: "alpha")
+        let strangers = try (1...PairingState.maximumRefusedCandidates).map { try TestDaemon(name: "mallory-\($0)") }
+        defer { a.remove(); strangers.forEach { $0.remove() } }
+        let aKey = await a.daemon.identity.publicKey
+        let opener = PairingOpener()
+        for (index, stranger) in strangers.enumerated() {
+            let listening = Task { await a.daemon.listenForPairing(seconds: 30, holder: opener.id) }
+            while await !a.daemon.isPairingOpen() { try await Task.sleep(for: .milliseconds(5)) }
+            let (client, server) = try connectedPair("alpha", "169.254.9.\(index + 1)")
+            let served = a.serve(server)
+            let identity = await stranger.daemon.identity
+            let asked = await stranger.daemon.pair(named: "alpha", expecting: aKey) { () throws(HandoffError) in
+                try SecureChannel.connect(client, identity: identity, purpose: .pair, secrets: nil)
+            }
+            let shown = try await listening.value.get()
+            let strangerSession = try asked.get().session
+            async let declined = a.daemon.confirmPairing(session: shown.session, accept: false)
+            async let strangerSide = stranger.daemon.confirmPairing(session: strangerSession, accept: true)
+            _ = await (declined, strangerSide)
+            await served.value
+            #expect(await a.daemon.isPairingOpen() == (index < strangers.count - 1))
+        }
+        let again = await a.daemon.listenForPairing(seconds: 30, holder: opener.id)
+        guard case let .failure(error) = again else { Issue.record("pairing opened again after the refusals"); return }
+        #expect(error.code == .declined)
+        #expect(await !a.daemon.isPairingOpen())
+        // A new run (a new connection) may open it again, once its opener asks.
+        let another = PairingOpener()
+        #expect(try await a.daemon.openPairing(seconds: 30, holder: another.id).get() > 0)
+        #expect(await a.daemon.isPairingOpen())
+    }
+
+    /// Round three, 5: pairing lasts as long as what opened it. The command's connection goes,
+    /// and pairing closes at once (its beacon with it), and a waiting `pairListen` hears why.
+    @Test func pairingClosesWhenItsOpenerGoes() async throws {
+        let a = try TestDaemon(name: "alpha")
+        defer { a.remove() }
+        let command = PairingOpener(), agent = PairingOpener()
+        _ = try await a.daemon.openPairing(seconds: 600, holder: agent.id).get()
+        let listening = Task { await a.daemon.listenForPairing(seconds: 30, holder: command.id) }
+        while await a.daemon.pairing.listeners.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        await a.daemon.releasePairing(command.id)
+        #expect(await a.daemon.isPairingOpen(), "the agent still holds it")
+        await a.daemon.releasePairing(agent.id)
+        #expect(await !a.daemon.isPairingOpen())
+        guard case let .failure(error) = await listening.value else { Issue.record("the listener was not told"); return }
+        #expect(error.code == .timedOut)
     }
 
     /// One side cannot write its trust store: the other, which could, rolls back.

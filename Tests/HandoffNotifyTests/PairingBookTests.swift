@@ -17,6 +17,21 @@ import Testing
         #expect(book.actionInvoked(id: 7, key: "pair").isEmpty)
     }
 
+    /// Pairing closed here: every "can be paired" goes, shown or still on its way; dialogs stay.
+    @Test func pairingClosedTakesEveryPairableAway() {
+        var book = PairingBook()
+        _ = book.pairable(peer: "K7QM", name: "laptop-a")
+        _ = book.pairable(peer: "P2XY", name: "laptop-c")
+        _ = book.code(session: 4, peer: "Z9ZZ", name: "laptop-d", code: "123456")
+        #expect(book.notified(key: "pairable:K7QM", id: 7).isEmpty)
+        #expect(book.pairingClosed() == [.close(7)])  // the other's id has not come yet: closed when it does
+        #expect(book.notified(key: "pairable:P2XY", id: 8) == [.close(8)])
+        #expect(book.pairingClosed().isEmpty)
+        #expect(book.owns(id: 9) == false)
+        #expect(book.notified(key: "session:4", id: 9).isEmpty)
+        #expect(book.owns(id: 9))
+    }
+
     @Test func codesAreShownPerDialogAndAnsweredExactlyOnce() {
         var book = PairingBook()
         let first = book.code(session: 1, peer: "K7QM", name: "laptop-a", code: "123456")

@@ -4,9 +4,10 @@ import HandoffKit
 import HandoffTestSupport
 import Testing
 
-/// Pairing without a terminal (issue 25), as the notification agent does it: one laptop opens
-/// pairing and returns at once, the other hears it can be paired and asks, both are told the
-/// code by event and answer with pairConfirm. A terminal waiting on the same dialog hears the end.
+/// Pairing without a terminal dialog, as the notification agent does it: both laptops open
+/// pairing (`pair --open`, which holds it while it runs), each hears the other can be paired,
+/// one asks, both are told the code by event and answer with pairConfirm. A device's beacon
+/// reaches the agent only while pairing is open here: the user asked.
 @Suite(.serialized) struct PairingEventsTests {
     /// Reads a subscribed client's events on a thread until `match` returns a value.
     static func next<T: Sendable>(_ events: HandoffClient, _ match: @escaping @Sendable (Event) -> T?) async throws -> T {
@@ -29,8 +30,24 @@ import Testing
                 return (onA, onB)
             }
             let aID = try await a.call { try $0.identity().deviceID }
-            _ = try await a.call { try $0.pairOpen(timeoutSeconds: 30) }
-            // b hears that a can be paired (its clear beacon): what the agent shows as "laptop-a can be paired".
+            // Pairing is open while the connection that opened it stays (`pair --open` runs).
+            let (openerOnA, openerOnB) = try await blocking { (try a.client(), try b.client()) }
+            _ = try await blocking { try openerOnA.pairOpen(timeoutSeconds: 30) }
+            // b hears a's clear beacon, but its user did not ask to pair: nothing is shown (a
+            // stranger on the link cannot put pairing notifications on screen).
+            _ = try await eventually("b to hear a's pairing beacon") { try openerOnB.pairable().first { $0.name == "laptop-a" } }
+            _ = try await b.call { try $0.setEnabled(false) }
+            let first = try await Self.next(eventsOnB) { event -> String? in
+                switch event {
+                case let .pairable(_, name): "pairable \(name)"
+                case .disabled: "disabled"
+                default: nil
+                }
+            }
+            #expect(first == "disabled", "b told of a pairable device while pairing was closed on b")
+            _ = try await b.call { try $0.setEnabled(true) }
+            // Once b's user opens pairing too, b is told a can be paired: "laptop-a can be paired".
+            _ = try await blocking { try openerOnB.pairOpen(timeoutSeconds: 30) }
             let pairable = try await Self.next(eventsOnB) { event -> String? in
                 if case let .pairable(peer, name) = event, name == "laptop-a" { return peer }
                 return nil
@@ -59,6 +76,13 @@ import Testing
                 return nil
             }
             #expect(pairedOnB == "laptop-a")
+            // Paired: pairing closes on both, and the agents are told (their "can be paired" go).
+            let closedOnB = try await Self.next(eventsOnB) { event -> String? in
+                if case let .pairingClosed(reason) = event { return reason }
+                return nil
+            }
+            #expect(closedOnB == "paired")
+            _ = (openerOnA, openerOnB)
         }
     }
 
@@ -72,7 +96,8 @@ import Testing
                 return onA
             }
             let port = try await a.call { try $0.status().transferPort }
-            _ = try await a.call { try $0.pairOpen(timeoutSeconds: 30) }
+            var openerOnA: HandoffClient? = try await blocking { try a.client() }
+            _ = try await blocking { [openerOnA] in try openerOnA?.pairOpen(timeoutSeconds: 30) }
             let offerOnB = try await b.call { try $0.pair(peer: nil, address: "127.0.0.1:\(port)") }
             let codeOnA = try await Self.next(eventsOnA) { event -> PairingCodeEvent? in
                 if case let .pairingCode(code) = event { return code }
@@ -88,6 +113,13 @@ import Testing
             }
             #expect(ended.code == .declined)
             #expect(try await a.call { try $0.devices() }.isEmpty)
+            // The command that opened pairing ends: pairing closes with it.
+            openerOnA = nil
+            let closed = try await Self.next(eventsOnA) { event -> String? in
+                if case let .pairingClosed(reason) = event { return reason }
+                return nil
+            }
+            #expect(closed == "opener-gone")
         }
     }
 }

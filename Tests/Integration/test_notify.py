@@ -405,8 +405,10 @@ class Notify(unittest.TestCase):
         self.shown_with("chapter 14", timeout=15)
 
     def test_8d_pairing_through_the_notifications(self):
-        """Issue 25: pairing without a terminal. c (a stranger to b) opens pairing; b's notification
-        offers to pair with it; both agents show the dialog's code; Pair in both notifications pairs them."""
+        """Pairing without a terminal dialog. c (a stranger to b) opens pairing: b shows nothing,
+        since b's user did not ask to pair (a stranger cannot put pairing prompts on screen). b opens
+        pairing too: b's notification offers to pair with c; both agents show the dialog's code;
+        Pair in both notifications pairs them, and pairing closes on both (`pair --open` returns)."""
         c_log = os.path.join(self.tmp, "agent-c.log")
         _, agent_c_pid = self.spawn("laptop-c", "agent-c", ["env", f"DBUS_SESSION_BUS_ADDRESS={self.bus_address}",
                                                             f"XDG_CONFIG_HOME={self.tmp}/config-c", "handoff-notify"], log=c_log)
@@ -414,7 +416,13 @@ class Notify(unittest.TestCase):
         c_id = peer_json("laptop-c", "id")["deviceId"]
         try:
             wait_until("c's agent to follow c's handoffd", lambda: "following handoffd" in self.read(c_log), timeout=15)
-            peer("laptop-c", "pair", "--open", "--timeout", "60")
+            open_c, _ = self.spawn("laptop-c", "pair-open-c", ["handoff-peer", "pair", "--open", "--timeout", "60"])
+            wait_until("b to hear c's pairing beacon", lambda: any(d["name"] == "laptop-c" for d in peer_json("laptop-b", "pair", "--list")),
+                       timeout=15)
+            time.sleep(2)  # what the agent would have shown by now
+            self.assertFalse(any("laptop-c can be paired" in r[2] or "laptop-c can be paired" in r[3] for r in self.shown()),
+                             "b showed a pairing prompt its user never asked for")
+            open_b, _ = self.spawn("laptop-b", "pair-open-b", ["handoff-peer", "pair", "--open", "--timeout", "60"])
             offered = self.shown_with("laptop-c can be paired", timeout=20)
             self.choose_and_wait("pair", offered[1])
             on_b = self.shown_with("Pair with laptop-c?", timeout=20)
@@ -433,6 +441,8 @@ class Notify(unittest.TestCase):
             self.shown_with("Paired with laptop-b", timeout=30)
             self.assertIn(c_id, [d["peer"] for d in peer_json("laptop-b", "devices")])
             self.assertIn(b_id, [d["peer"] for d in peer_json("laptop-c", "devices")])
+            # Paired: pairing closed on both, so both commands that opened it return, with success.
+            self.assertEqual((open_c.wait(timeout=15), open_b.wait(timeout=15)), (0, 0))
         finally:
             peer("laptop-b", "untrust", c_id, check=False)
             peer("laptop-c", "untrust", b_id, check=False)

@@ -77,6 +77,12 @@ class Security(unittest.TestCase):
         self.assertEqual(initiator["error"]["code"], "declined")
         self.assertNotIn("laptop-c", [d["name"] for d in peer_json("laptop-a", "devices")])
         self.assertEqual(peer_json("laptop-c", "devices"), [])
+        # a's `pair` returned, so its pairing closed and its clear beacon (its name in it) stopped:
+        # c forgets it within the beacon's short lifetime.
+        started = time.monotonic()
+        wait_until("a's pairing beacon to stop", lambda: not any(d["name"] == "laptop-a" for d in peer_json("laptop-c", "pair", "--list")),
+                   timeout=10)
+        print(f"\n  a's pairing beacon forgotten by c {time.monotonic() - started:.1f} s after a's pair returned", file=sys.stderr)
 
     def test_3_a_capture_of_a_full_handoff_contains_no_title_type_name_or_payload(self):
         with tempfile.TemporaryDirectory() as scratch:
