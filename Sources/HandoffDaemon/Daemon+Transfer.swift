@@ -109,7 +109,7 @@ extension Daemon {
                 log.info("serving \(payload.count - offset) payload bytes from byte \(offset) to \(channel.connection.remote) failed: \(error.code.rawValue)")
                 throw error
             }
-            log.info("served \(payload.count - offset) payload bytes from byte \(offset) in \(Int(Double(monotonicNanos() - started) / 1e6)) ms")
+            log.info("served \(payload.count - offset) payload bytes from byte \(offset) in \(Int(Double(monotonicNanos() - started) / 1e6)) ms, records \(channel.session.cipher)")
         } else {
             try channel.send(reply)
         }

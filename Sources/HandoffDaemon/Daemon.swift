@@ -134,7 +134,7 @@ public actor Daemon {
                                                            handshakeRate: .init(perSecond: 50, burst: 50),
                                                            preferredSourceRate: .init(perSecond: 20, burst: 40), evictsUnproven: true)
     /// Apps, the CLI and subscribers of this user; bounded so descriptors never run out.
-    static let localConnectionLimits = ConnectionLimits(total: 64, perSource: 64)
+    static let localConnectionLimits = ConnectionLimits(total: 128, perSource: 128)
     static let handshakeDeadlineMillis = 5_000
 
     /// The transfer port (TCP), free on UDP too when mDNS brings unicast announcements

@@ -38,7 +38,11 @@ class TwoHosts(unittest.TestCase):
         for host in ("laptop-a", "laptop-b"):
             # The activity has a web page and no app here declares its type: it opens in the
             # browser, which the lab does not have; `true` stands in (a failing one fails the accept).
-            lab("start", host, *DAEMON_ARGS, "--browser", "true")
+            # b offers only the records' fallback cipher, as a CPU without AES would: a meets it there.
+            env = dict(os.environ, HANDOFF_RECORD_CIPHERS="xchacha20poly1305") if host == "laptop-b" else None
+            result = subprocess.run([LAB, "start", host, *DAEMON_ARGS, "--browser", "true"], env=env,
+                                    capture_output=True, text=True, timeout=60)
+            assert result.returncode == 0, result.stdout + result.stderr
         # a and b are paired; c is a stranger to both.
         lab("pair-all", "laptop-a", "laptop-b")
         wait_until("b to see a", lambda: listed("laptop-b", "laptop-a"))
@@ -69,6 +73,9 @@ class TwoHosts(unittest.TestCase):
         self.assertEqual(offer["payloadSize"], receipt["payloadBytes"])
 
         activity = peer_json("laptop-b", "accept", "laptop-a")
+        # Served under the cipher b offered (XChaCha20-Poly1305), not the AES-256-GCM a prefers.
+        served = [line for line in lab("log", "laptop-a").stdout.splitlines() if "served " in line and "payload bytes" in line]
+        self.assertTrue(served and served[-1].endswith("records XChaCha20-Poly1305"), served[-1:])
         self.assertEqual(activity["type"], "org.example.reader.document")
         self.assertEqual(activity["title"], "Rust atomics, chapter 3")
         self.assertEqual(activity["webpageURL"], "https://example.org/atomics")
