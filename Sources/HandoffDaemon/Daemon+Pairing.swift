@@ -100,7 +100,7 @@ struct PairingState {
     /// codes with one other laptop, so a few strangers are plenty, and a script's `pair --code`
     /// gives a guesser that many tries per run (10⁻⁶ each), not the ~180k an hour the
     /// handshake budget would allow.
-    static let maximumRefusedCandidates = 5
+    static let maximumRefusedCandidates = 3
 
     enum Availability: Sendable, Equatable { case open, closed, busy }
 

@@ -54,7 +54,7 @@ enum Commands {
                     Run 'handoff-peer pair' on one host (it waits), then 'handoff-peer pair NAME' on the other.
                     Both print the same code; confirm on both. Only then does each trust the other.
                     Pairing is open only while the command that opened it runs, and closes when a device paired
-                    or after 5 devices were declined or showed another code. Where handoff-notify runs and
+                    or after 3 devices were declined or showed another code. Where handoff-notify runs and
                     pairing is open on both hosts, each notification offers to pair with the other, and each
                     code is also shown (and can be confirmed) in a notification.
                     """),

@@ -148,9 +148,9 @@ private struct PairingRun {
         #expect(await !a.daemon.isPairingOpen())
     }
 
-    /// Round three, 4: each declined (or mismatched) candidate costs the window; at the fifth it
+    /// Round three, 4: each declined (or mismatched) candidate costs the window; at the third it
     /// closes, and the command that opened it cannot open it again: a script guessing codes
-    /// against `pair --code` gets five tries per run, not thousands an hour.
+    /// against `pair --code` gets three tries per run, not thousands an hour.
     @Test func aFewDeclinedCandidatesClosePairing() async throws {
         let a = try TestDaemon(name: "alpha")
         let strangers = try (1...PairingState.maximumRefusedCandidates).map { try TestDaemon(name: "mallory-\($0)") }
