@@ -3,6 +3,7 @@ handoff-peer, poll for conditions, read JSON. Needs root (network namespaces).""
 import json
 import os
 import subprocess
+import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -22,6 +23,15 @@ def peer(host, *args, check=True):
 
 def peer_json(host, *args):
     return json.loads(peer(host, *args, "--json").stdout)
+
+
+def publish_by_descriptor(host, activity_type, title, user_info):
+    """Publishes through `handoff-peer publish`, which passes the activity as a sealed memfd:
+    a request line is at most 1 MiB, so a large userInfo cannot go inline as JSON."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(user_info, f)
+        f.flush()
+        return peer_json(host, "publish", "--type", activity_type, "--title", title, "--user-info-file", f.name)
 
 
 def wait_until(what, condition, timeout=10.0, interval=0.05):

@@ -16,7 +16,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import lab, listed, peer_json, require_root, wait_until  # noqa: E402
+from harness import lab, listed, peer_json, publish_by_descriptor, require_root, wait_until  # noqa: E402
 from test_local_api import Connection, sealed_payload  # noqa: E402
 from test_resume import Client, Events  # noqa: E402
 
@@ -95,10 +95,8 @@ class NetworkChanges(unittest.TestCase):
         for interface in ("eth0", "eth1"):
             lab("exec", "laptop-a", "tc", "qdisc", "replace", "dev", interface, "root", "tbf", "rate", "100mbit", "burst", "64kb", "latency", "50ms")
         try:
-            a = Client("laptop-a")
             blob = base64.b64encode(os.urandom(SIZE)).decode()
-            receipt = a.call("publish", activity={"type": TYPE, "title": "over two links", "userInfo": {"blob": {"$data": blob}}})
-            a.close()
+            receipt = publish_by_descriptor("laptop-a", TYPE, "over two links", {"blob": {"$data": blob}})
             wait_until("b to see the offer", lambda: offered_on_b(receipt["sequence"]), timeout=20)
             cut = {}
 

@@ -21,7 +21,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_local_api import Connection, sealed_payload  # noqa: E402
-from harness import lab, listed, require_root, wait_until  # noqa: E402
+from harness import lab, listed, publish_by_descriptor, require_root, wait_until  # noqa: E402
 
 LAB_DIR = os.environ.get("HANDOFF_LAB_DIR", "/tmp/handoff-lab")
 DAEMON_ARGS = ["--announce-interval", "1", "--log-level", "debug"]
@@ -151,11 +151,7 @@ class Resume(unittest.TestCase):
             lab("down")
 
     def publish(self, title):
-        a = Client("laptop-a")
-        try:
-            receipt = a.call("publish", activity={"type": TYPE, "title": title, "userInfo": {"blob": {"$data": self.blob}}})
-        finally:
-            a.close()
+        receipt = publish_by_descriptor("laptop-a", TYPE, title, {"blob": {"$data": self.blob}})
         b = Client("laptop-b")
         try:
             def offered():
