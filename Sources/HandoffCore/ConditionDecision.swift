@@ -280,77 +280,8 @@ public enum ConditionDecision {
         let peerBluetoothDown = p.state.map { $0.contains(.bluetoothConfigured) && !$0.contains(.bluetoothWorking) } ?? false
         let peerWithoutBluetooth = p.state.map { !$0.contains(.bluetoothConfigured) } ?? false
 
-        if live {
-            if usesBluetooth && peerBluetoothDown {
-                return verdict(.peerBluetoothDown, "\(name) says its Bluetooth controller is not working.",
-                               "On \(name), check the adapter ('sudo handoff-ble-check', 'rfkill list', 'bluetoothctl power on').")
-            }
-            if usesBluetooth && peerWithoutBluetooth {
-                return verdict(.peerWithoutBluetooth, "\(name) does not use Bluetooth (no bluetoothd there and no --hci), so it sends no beacon.",
-                               "Start bluetoothd on \(name) (or give its handoffd --hci), or use no Bluetooth here either.")
-            }
-            if usesBluetooth && !near {
-                if let asleep = asleep(p, e) { return asleep }
-                return verdict(.outOfRange, "\(name) is not near: \(beaconText(p, e)).",
-                               "Bring the two laptops closer together.")
-            }
-            switch p.portProbe {
-            case let .refused(host)?:
-                return verdict(.transferPortRefused, "\(name)'s transfer port \(port) at \(host) refuses connections (a firewall rejects it, or nothing listens).",
-                               firewallFix(name, p.transferPort))
-            case let .dropped(host)?:
-                // Its announcements arrive (the network between the two works): what drops the
-                // connection is a firewall on it, not the link or the access point.
-                return verdict(.transferPortDropped, "\(name)'s announcements arrive, but its transfer port \(port) at \(host) does not answer: packets are silently dropped, by a firewall on \(name).",
-                               firewallFix(name, p.transferPort))
-            case let .unreachable(reason)?:
-                return verdict(.noLink, "\(name)'s announcements arrive, but its transfer port cannot be reached: \(reason).",
-                               "Check both laptops' network connection.")
-            case .open?, nil:
-                break
-            }
-            if let offerVerdict = decideOffer(p, e) { return offerVerdict }
-            if e.purpose == .accept(requireApp: true), let appVerdict = decideApp(p, e) { return appVerdict }
-            // Two warnings: the degraded network first; the terminal fallback is by design.
-            // At rest announcements come by unicast; multicast carries first contact and one copy
-            // each 15-minute period, at a random time in it (Docs/PROTOCOL.md), so two copies are at
-            // most two periods apart. A peer listed that long from which no multicast came in that
-            // time, though asked by multicast a minute before (Discovery.multicastChecksDue), has its
-            // multicast filtered.
-            let window = 2 * ServiceRecord.rotationSeconds * 1000 + p.ttlMillis
-            let multicastRecent = p.announcementsByPath[.multicast].map { $0 + window > now } ?? false
-            let listedLongEnough = p.listedSinceMillis.map { $0 + window <= now } ?? false
-            // The active check: asked by multicast at least 10 s ago, answered by unicast only since.
-            let checkUnanswered = p.multicastCheckMillis.map { checked in
-                checked + 10_000 <= now && (p.announcementsByPath[.multicast] ?? 0) < checked
-                    && (p.announcementsByPath[.unicast] ?? 0) > checked
-            } ?? false
-            if e.workingPaths.contains(.multicast), listedLongEnough && !multicastRecent || checkUnanswered, p.announcementsByPath[.unicast] != nil {
-                return verdict(.multicastFiltered, "Announcements from \(name) arrive by unicast (found by mDNS) but not by multicast: the network filters multicast (access-point client isolation or IGMP snooping) or a firewall drops 47180/udp.",
-                               "Handoff works through mDNS; to restore multicast, turn off client isolation on the access point or open 47180/udp ('sudo ufw allow 47180/udp').")
-            }
-            return decideApp(p, e)
-        }
-
-        // Silent: nothing from it within its TTL. The probes tell why.
         let lastWords = last.map { "its last announcement arrived at \(clock($0, e))" } ?? "no announcement from it since this host's handoffd started"
-        if p.handshake == .trusted || p.portProbe == .open && p.handshake == nil {
-            if usesBluetooth && peerBluetoothDown {
-                return verdict(.peerBluetoothDown, "\(name) runs and is reachable, but its Bluetooth controller is not working (it said so at \(clock(last ?? now, e))), so it hears no beacon and sends nothing.",
-                               "On \(name), check the adapter ('sudo handoff-ble-check', 'rfkill list', 'bluetoothctl power on').")
-            }
-            if usesBluetooth && peerWithoutBluetooth {
-                return verdict(.peerWithoutBluetooth, "\(name) does not use Bluetooth (no bluetoothd there and no --hci), so it sends no beacon.",
-                               "Start bluetoothd on \(name) (or give its handoffd --hci), or use no Bluetooth here either.")
-            }
-            if usesBluetooth && !near {
-                return verdict(.outOfRange, "\(name) runs and is reachable over the network, but it is not near: \(beaconText(p, e)); it sends its offers only to devices it hears.",
-                               "Bring the two laptops closer together.")
-            }
-            return verdict(.announcementsBlocked, "\(name) runs and answers on its transfer port, but none of its announcements reach this host (\(lastWords)).",
-                           "A firewall here (or on \(name)) drops Handoff's announcements: open 47180/udp and \(p.transferPort)/udp ('sudo ufw allow Handoff').")
-        }
-        /// Nothing from it, and its transfer port cannot be reached either: what the link says decides.
+        /// Its transfer port cannot be reached and nothing says it is on the link: what the link says decides.
         func unreachable(_ detail: String) -> ConditionVerdict {
             // No route from here: the two are on different networks, whatever else it did.
             if case let .noRoute(host)? = p.layer3 {
@@ -390,6 +321,83 @@ public enum ConditionDecision {
                 : ""
             return verdict(.noLink, "No link to \(name): \(lastWords), and its transfer port \(port) cannot be reached (\(detail))\(heard).",
                            "Check both laptops' network connection (cable, Wi-Fi, same network); a firewall that drops everything from this host does the same." + isolation)
+        }
+        // An announcement younger than the TTL says only that it was on this network a while ago.
+        // Whether it still is, while its port gives no connection, the link says: a silent address or
+        // no route means it left (cable pulled, isolated, another network); with no word from the
+        // link, an announcement overdue at its keepalive (as `asleep` reads it) means the same.
+        let overdue = last.map { $0 + max(p.ttlMillis / 3, 1_000) <= now } ?? true
+        let leftTheLink = switch p.layer3 { case .silent?, .noRoute?: true; case .answers?: false; case nil: overdue }
+
+        if live {
+            if usesBluetooth && peerBluetoothDown {
+                return verdict(.peerBluetoothDown, "\(name) says its Bluetooth controller is not working.",
+                               "On \(name), check the adapter ('sudo handoff-ble-check', 'rfkill list', 'bluetoothctl power on').")
+            }
+            if usesBluetooth && peerWithoutBluetooth {
+                return verdict(.peerWithoutBluetooth, "\(name) does not use Bluetooth (no bluetoothd there and no --hci), so it sends no beacon.",
+                               "Start bluetoothd on \(name) (or give its handoffd --hci), or use no Bluetooth here either.")
+            }
+            if usesBluetooth && !near {
+                if let asleep = asleep(p, e) { return asleep }
+                return verdict(.outOfRange, "\(name) is not near: \(beaconText(p, e)).",
+                               "Bring the two laptops closer together.")
+            }
+            switch p.portProbe {
+            case let .refused(host)?:
+                return verdict(.transferPortRefused, "\(name)'s transfer port \(port) at \(host) refuses connections (a firewall rejects it, or nothing listens).",
+                               firewallFix(name, p.transferPort))
+            case let .dropped(host)?:
+                // Its announcements arrive and it is still on the link: a firewall on it drops the connection.
+                guard !leftTheLink else { return unreachable("\(host) does not answer") }
+                return verdict(.transferPortDropped, "\(name)'s announcements arrive, but its transfer port \(port) at \(host) does not answer: packets are silently dropped, by a firewall on \(name).",
+                               firewallFix(name, p.transferPort))
+            case let .unreachable(reason)?:
+                guard !leftTheLink else { return unreachable(reason) }
+                return verdict(.noLink, "\(name)'s announcements arrive, but its transfer port cannot be reached: \(reason).",
+                               "Check both laptops' network connection.")
+            case .open?, nil:
+                break
+            }
+            if let offerVerdict = decideOffer(p, e) { return offerVerdict }
+            if e.purpose == .accept(requireApp: true), let appVerdict = decideApp(p, e) { return appVerdict }
+            // Two warnings: the degraded network first; the terminal fallback is by design.
+            // At rest announcements come by unicast; multicast carries first contact and one copy
+            // each 15-minute period, at a random time in it (Docs/PROTOCOL.md), so two copies are at
+            // most two periods apart. A peer listed that long from which no multicast came in that
+            // time, though asked by multicast a minute before (Discovery.multicastChecksDue), has its
+            // multicast filtered.
+            let window = 2 * ServiceRecord.rotationSeconds * 1000 + p.ttlMillis
+            let multicastRecent = p.announcementsByPath[.multicast].map { $0 + window > now } ?? false
+            let listedLongEnough = p.listedSinceMillis.map { $0 + window <= now } ?? false
+            // The active check: asked by multicast at least 10 s ago, answered by unicast only since.
+            let checkUnanswered = p.multicastCheckMillis.map { checked in
+                checked + 10_000 <= now && (p.announcementsByPath[.multicast] ?? 0) < checked
+                    && (p.announcementsByPath[.unicast] ?? 0) > checked
+            } ?? false
+            if e.workingPaths.contains(.multicast), listedLongEnough && !multicastRecent || checkUnanswered, p.announcementsByPath[.unicast] != nil {
+                return verdict(.multicastFiltered, "Announcements from \(name) arrive by unicast (found by mDNS) but not by multicast: the network filters multicast (access-point client isolation or IGMP snooping) or a firewall drops 47180/udp.",
+                               "Handoff works through mDNS; to restore multicast, turn off client isolation on the access point or open 47180/udp ('sudo ufw allow 47180/udp').")
+            }
+            return decideApp(p, e)
+        }
+
+        // Silent: nothing from it within its TTL. The probes tell why.
+        if p.handshake == .trusted || p.portProbe == .open && p.handshake == nil {
+            if usesBluetooth && peerBluetoothDown {
+                return verdict(.peerBluetoothDown, "\(name) runs and is reachable, but its Bluetooth controller is not working (it said so at \(clock(last ?? now, e))), so it hears no beacon and sends nothing.",
+                               "On \(name), check the adapter ('sudo handoff-ble-check', 'rfkill list', 'bluetoothctl power on').")
+            }
+            if usesBluetooth && peerWithoutBluetooth {
+                return verdict(.peerWithoutBluetooth, "\(name) does not use Bluetooth (no bluetoothd there and no --hci), so it sends no beacon.",
+                               "Start bluetoothd on \(name) (or give its handoffd --hci), or use no Bluetooth here either.")
+            }
+            if usesBluetooth && !near {
+                return verdict(.outOfRange, "\(name) runs and is reachable over the network, but it is not near: \(beaconText(p, e)); it sends its offers only to devices it hears.",
+                               "Bring the two laptops closer together.")
+            }
+            return verdict(.announcementsBlocked, "\(name) runs and answers on its transfer port, but none of its announcements reach this host (\(lastWords)).",
+                           "A firewall here (or on \(name)) drops Handoff's announcements: open 47180/udp and \(p.transferPort)/udp ('sudo ufw allow Handoff').")
         }
         switch p.portProbe {
         case let .refused(host)?:

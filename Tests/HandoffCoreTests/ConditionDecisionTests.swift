@@ -249,6 +249,36 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
         #expect(ConditionDecision.decide(with(isolated) { $0.peer?.beacon = nil; $0.bluetooth = .notUsed })?.cause == .peerUnreachable)
     }
 
+    /// Within its TTL (100 s by default) the last announcement still counts as live after the peer
+    /// left the network: what the link says of its address decides, never "a firewall" by default.
+    @Test func withinItsTTLALinkThatLostThePeerIsNotAFirewall() {
+        let cablePulled = with(healthy()) {
+            $0.peer?.ttlMillis = 100_000
+            $0.peer?.announcementsByPath = [.multicast: now - 15_000, .unicast: now - 15_000]
+            $0.peer?.portProbe = .dropped(host: "169.254.10.1")
+            $0.peer?.layer3 = .silent(host: "169.254.10.1", gateway: nil, gatewayAnsweredSecondsAgo: nil)
+        }
+        #expect(ConditionDecision.decide(cablePulled)?.cause == .peerUnreachable)
+        #expect(ConditionDecision.decide(cablePulled)?.message.contains("is not on this network") == true)
+        let isolated = with(cablePulled) {
+            $0.peer?.layer3 = .silent(host: "169.254.10.1", gateway: "169.254.0.1", gatewayAnsweredSecondsAgo: 2)
+        }
+        #expect(ConditionDecision.decide(isolated)?.cause == .clientsIsolated)
+        #expect(ConditionDecision.decide(with(cablePulled) { $0.peer?.layer3 = .noRoute(host: "169.254.10.1") })?.cause == .peerUnreachable)
+        #expect(ConditionDecision.decide(with(cablePulled) {
+            $0.peer?.portProbe = .unreachable("169.254.10.1: No route to host")
+        })?.cause == .peerUnreachable)
+        // Its address answers: on the link, so a firewall on it drops the port.
+        #expect(ConditionDecision.decide(with(cablePulled) { $0.peer?.layer3 = .answers(host: "169.254.10.1") })?.cause == .transferPortDropped)
+        // No word from the link: a fresh announcement still says it is here (a firewall), an overdue one does not.
+        let fresh = with(cablePulled) { $0.peer?.layer3 = nil }
+        #expect(ConditionDecision.decide(fresh)?.cause == .transferPortDropped)
+        #expect(ConditionDecision.decide(with(cablePulled) {
+            $0.peer?.layer3 = nil
+            $0.peer?.announcementsByPath = [.unicast: now - 40_000]  // its keepalive is 33 s
+        })?.cause == .noLink)
+    }
+
     /// A laptop whose address still answers on the link is awake, whatever its beacon did.
     @Test func anAddressThatAnswersIsNotAsleep() {
         let suspended = with(silent()) {

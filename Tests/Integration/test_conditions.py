@@ -416,6 +416,39 @@ class Faults(unittest.TestCase):
             lab("block", "laptop-a", "none")
         wait_until("b to list a again", lambda: listed("laptop-b", "laptop-a"), timeout=15)
 
+    def test_06e_cable_pulled_or_isolated_while_the_peer_is_still_listed(self):
+        # Issue 42: within a's TTL (100 s by default) b still lists it, and a dropped port was
+        # "a firewall on laptop-a" though b's kernel said its address no longer answers.
+        long_ttl = [a if a != "4" else "60" for a in ARGS]
+        lab("stop", "laptop-a")
+        self.restart_a(*long_ttl)
+        self.publish(TYPE, "Chapter 3")
+        try:
+            lab("link", "laptop-a", "down")
+            try:
+                started = time.monotonic()
+                self.named("peer's cable pulled, still listed", "network", "peer-unreachable",
+                           r"laptop-a is not on this network: its address .* did not answer on the link", "Connect laptop-a", settle=20)
+                named_after = time.monotonic() - started
+                self.assertTrue(listed("laptop-b", "laptop-a"), "a was no longer listed: the TTL's window was not tested")
+            finally:
+                lab("link", "laptop-a", "up")
+            wait_until("b to hear a again", lambda: offer_of("laptop-b", "laptop-a"), timeout=15)
+            for host in ("laptop-a", "laptop-b"):
+                lab("block", host, "isolate")
+            try:
+                self.named("client isolation, still listed", "network", "clients-isolated",
+                           r"laptop-a is near and running .* the network isolates its clients", "use a network without client isolation",
+                           settle=20)
+                self.assertTrue(listed("laptop-b", "laptop-a"), "a was no longer listed: the TTL's window was not tested")
+            finally:
+                for host in ("laptop-a", "laptop-b"):
+                    lab("block", host, "none")
+            print(f"\n  cable pulled, peer listed (TTL 60 s) -> peer-unreachable after {named_after:.1f} s", file=sys.stderr)
+        finally:
+            lab("stop", "laptop-a")
+            self.restart_a()
+
     def test_07_incoming_multicast_dropped(self):
         lab("block", "laptop-b", "multicast")
         try:
