@@ -93,6 +93,11 @@ struct PairingState {
     static let maximumFinishedSessions = 16
     /// Devices answering as candidates at once while pairing is open; one per address.
     static let maximumCandidates = 4
+    /// Candidates at once from one IPv4 /24 or IPv6 /64: a stranger with many addresses in its
+    /// network cannot take every slot. It can still hold its network's share, and the real
+    /// laptop is often in that network: the prompts it causes and the window's close after
+    /// `maximumRefusedCandidates` bound that (Docs/SECURITY.md, "Pairing").
+    static let maximumCandidatesPerPrefix = 2
     static let maximumBeacons = 32
     /// Beacons kept per source address: one host cannot crowd out the others.
     static let maximumBeaconsPerHost = 4
@@ -110,10 +115,12 @@ struct PairingState {
     }
 
     /// Whether a device at `host` may start a pairing handshake now: while pairing is open,
-    /// one session per address and `maximumCandidates` in all.
+    /// one session per address, `maximumCandidatesPerPrefix` per network and `maximumCandidates` in all.
     func availability(host: String, open: Bool) -> Availability {
         guard open else { return .closed }
         guard responding.count < Self.maximumCandidates, !responding.values.contains(host) else { return .busy }
+        let prefix = AddressPrefix.of(host) ?? host
+        guard responding.values.count(where: { (AddressPrefix.of($0) ?? $0) == prefix }) < Self.maximumCandidatesPerPrefix else { return .busy }
         return .open
     }
 

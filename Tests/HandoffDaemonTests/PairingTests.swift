@@ -253,6 +253,35 @@ private struct PairingRun {
         state.responding.removeValue(forKey: 2)
         #expect(state.availability(host: "169.254.7.7", open: true) == .open)
     }
+
+    /// Round three, 4: a stranger with four addresses in one network took every candidate slot.
+    @Test func oneNetworkHoldsAtMostItsShareOfTheSlots() {
+        var state = PairingState()
+        state.responding = [1: "192.168.1.20", 2: "192.168.1.21"]
+        #expect(state.availability(host: "192.168.1.22", open: true) == .busy)
+        #expect(state.availability(host: "::ffff:192.168.1.23", open: true) == .busy)
+        #expect(state.availability(host: "192.168.2.1", open: true) == .open)
+        state.responding = [1: "2001:db8:0:1::a", 2: "2001:db8:0:1:ffff::b"]
+        #expect(state.availability(host: "2001:db8:0:1::c", open: true) == .busy)
+        #expect(state.availability(host: "2001:db8:0:2::c", open: true) == .open)
+        #expect(state.availability(host: "192.168.1.20", open: true) == .open)
+        // Link-local networks are per link.
+        state.responding = [1: "fe80::1%eth0", 2: "fe80::2%eth0"]
+        #expect(state.availability(host: "fe80::3%eth0", open: true) == .busy)
+        #expect(state.availability(host: "fe80::3%wlan0", open: true) == .open)
+    }
+}
+
+@Suite struct AddressPrefixTests {
+    @Test func addressesGoToTheirNetwork() {
+        #expect(AddressPrefix.of("192.168.1.20") == "192.168.1/24")
+        #expect(AddressPrefix.of("::ffff:10.0.0.7") == "10.0.0/24")
+        #expect(AddressPrefix.of("2001:db8:0:1:ffff::b") == "2001:db8:0:1/64")
+        #expect(AddressPrefix.of("fe80::1%eth0") == "fe80:0:0:0/64%eth0")
+        #expect(AddressPrefix.of("2001:db8::1%eth0") == "2001:db8:0:0/64")
+        #expect(AddressPrefix.of("laptop-a.local") == nil)
+        #expect(AddressPrefix.of("") == nil)
+    }
 }
 
 /// The pairing-beacon table (finding 8): bounded, fair between sources, newest per key.
