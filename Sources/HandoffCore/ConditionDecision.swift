@@ -94,6 +94,9 @@ public struct ConditionEvidence: Sendable, Equatable {
         public var listedSinceMillis: UInt64?
         /// When this host last asked it by multicast, to answer by multicast (the active check).
         public var multicastCheckMillis: UInt64?
+        /// How long an answer to that check is awaited: 10 s for the daemon's own checks, less when
+        /// doctor asked and waited itself.
+        public var multicastAnswerWaitMillis: UInt64 = 10_000
         public var transferPort: UInt16 = 47181
         public var portProbe: PortProbe?
         public var handshake: HandshakeProbe?
@@ -370,10 +373,11 @@ public enum ConditionDecision {
             let window = 2 * ServiceRecord.rotationSeconds * 1000 + p.ttlMillis
             let multicastRecent = p.announcementsByPath[.multicast].map { $0 + window > now } ?? false
             let listedLongEnough = p.listedSinceMillis.map { $0 + window <= now } ?? false
-            // The active check: asked by multicast at least 10 s ago, answered by unicast only since.
+            // The active check: asked by multicast and no multicast answer in time, while its unicast
+            // announcements arrive (heard within its TTL: it runs, and the network carries unicast).
             let checkUnanswered = p.multicastCheckMillis.map { checked in
-                checked + 10_000 <= now && (p.announcementsByPath[.multicast] ?? 0) < checked
-                    && (p.announcementsByPath[.unicast] ?? 0) > checked
+                checked + p.multicastAnswerWaitMillis <= now && (p.announcementsByPath[.multicast] ?? 0) < checked
+                    && (p.announcementsByPath[.unicast].map { $0 + p.ttlMillis > now } ?? false)
             } ?? false
             if e.workingPaths.contains(.multicast), listedLongEnough && !multicastRecent || checkUnanswered, p.announcementsByPath[.unicast] != nil {
                 return verdict(.multicastFiltered, "Announcements from \(name) arrive by unicast (found by mDNS) but not by multicast: the network filters multicast (access-point client isolation or IGMP snooping) or a firewall drops 47180/udp.",

@@ -239,6 +239,18 @@ extension Daemon {
     /// All six conditions for this host, and for `reference` when given, and the one verdict.
     func doctor(reference: String?) async throws(HandoffError) -> DoctorReport {
         var (evidence, key) = try evidence(for: reference, purpose: .doctor, nowMillis: clock.wallMillis())
+        // A listed device quiet on multicast lately is asked by multicast, and its answer awaited:
+        // multicast that stopped passing (a switch, client isolation) is named in this run.
+        if let key, let peer = peers.peers[key], discovery.doctorChecksMulticast(Discovery.Listed(peer), nowMillis: evidence.nowMillis) {
+            offering.schedule.checkMulticast([key])
+            flushAnnouncements()
+            let loop = loop
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                _ = loop.after(millis: Discovery.doctorAnswerWaitMillis) { done.resume() }
+            }
+            (evidence, _) = try self.evidence(for: reference, purpose: .doctor, nowMillis: clock.wallMillis())
+            evidence.peer?.multicastAnswerWaitMillis = Discovery.doctorAnswerWaitMillis
+        }
         if let key { await probe(&evidence, key: key) }
         let verdict = ConditionDecision.decide(evidence)
         let lines = ConditionDecision.lines(evidence, verdict: verdict)

@@ -117,6 +117,22 @@ struct Discovery {
         }
     }
 
+    /// doctor about a listed device not heard by multicast within `doctorQuietMillis`: ask it by
+    /// multicast now (unless asked that recently), so a network that stopped carrying multicast
+    /// shows in this run, not after two periods. True when it was asked now.
+    mutating func doctorChecksMulticast(_ peer: Listed, nowMillis now: UInt64) -> Bool {
+        guard multicast != nil,
+              !(peer.heardByMulticastMillis.map { $0 + Self.doctorQuietMillis > now } ?? false),
+              !(multicastChecks[peer.key].map { $0 + Self.doctorQuietMillis > now } ?? false) else { return false }
+        multicastChecks[peer.key] = now
+        return true
+    }
+
+    /// Multicast from a device within this long counts as working for doctor; also how often doctor asks.
+    static let doctorQuietMillis: UInt64 = 30_000
+    /// How long doctor waits for the multicast answer: a round trip on a LAN takes milliseconds.
+    static let doctorAnswerWaitMillis: UInt64 = 2_000
+
     /// When the first check of a newly listed device is due (nil: none is pending for it).
     func firstMulticastCheck(of peer: Listed) -> UInt64? {
         guard multicast != nil, multicastChecks[peer.key] == nil else { return nil }

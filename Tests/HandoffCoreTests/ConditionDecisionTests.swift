@@ -279,6 +279,23 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
         })?.cause == .noLink)
     }
 
+    /// doctor's own check waits 2 s for the multicast answer; the daemon's waits 10 s.
+    @Test func doctorsOwnMulticastCheckNamesAFilterAfterItsShortWait() {
+        let asked = with(healthy(.doctor)) {
+            $0.peer?.ttlMillis = 100_000
+            $0.peer?.announcementsByPath = [.multicast: now - 10 * minute, .unicast: now - 20_000]
+            $0.peer?.listedSinceMillis = now - 11 * minute
+            $0.peer?.multicastCheckMillis = now - 2_100
+        }
+        #expect(ConditionDecision.decide(asked) == nil)
+        #expect(ConditionDecision.decide(with(asked) { $0.peer?.multicastAnswerWaitMillis = 2_000 })?.cause == .multicastFiltered)
+        // Its multicast answer came: nothing filters it.
+        #expect(ConditionDecision.decide(with(asked) {
+            $0.peer?.multicastAnswerWaitMillis = 2_000
+            $0.peer?.announcementsByPath[.multicast] = now - 2_000
+        }) == nil)
+    }
+
     /// A laptop whose address still answers on the link is awake, whatever its beacon did.
     @Test func anAddressThatAnswersIsNotAsleep() {
         let suspended = with(silent()) {

@@ -67,6 +67,23 @@ private func sighting(_ instance: String, _ host: String) -> ServiceSighting {
         #expect(discovery.multicastCheck(of: alice) == nil)
     }
 
+    /// Issue 42: a switch that starts filtering multicast gave no warning in doctor for two periods.
+    @Test func doctorAsksADeviceQuietOnMulticastAtOnceAndNotTwiceIn30Seconds() {
+        var discovery = Discovery(proximity: .init())
+        discovery.multicast = MulticastDiscovery(configuration: .init())
+        let now: UInt64 = 1_000_000
+        let quiet = Discovery.Listed(key: alice, appearedMillis: 0, heardByMulticastMillis: now - 31_000)
+        let heard = Discovery.Listed(key: bob, appearedMillis: 0, heardByMulticastMillis: now - 5_000)
+        let asked = [discovery.doctorChecksMulticast(heard, nowMillis: now), discovery.doctorChecksMulticast(quiet, nowMillis: now)]
+        #expect(asked == [false, true])
+        #expect(discovery.multicastCheck(of: alice) == now)
+        let again = [discovery.doctorChecksMulticast(quiet, nowMillis: now + 29_999), discovery.doctorChecksMulticast(quiet, nowMillis: now + 30_000)]
+        #expect(again == [false, true])
+        var without = Discovery(proximity: .init())
+        let withoutAsked = without.doctorChecksMulticast(quiet, nowMillis: now)
+        #expect(withoutAsked == false)
+    }
+
     @Test func withoutTheMulticastPathNothingIsChecked() {
         var discovery = Discovery(proximity: .init())
         let listed = Discovery.Listed(key: alice, appearedMillis: 0, heardByMulticastMillis: nil)

@@ -469,6 +469,18 @@ class Faults(unittest.TestCase):
         finally:
             lab("block", "laptop-b", "none")
 
+    def test_07b_multicast_filtered_at_rest_is_named_by_doctor_within_a_minute(self):
+        # Issue 42: a switch that starts filtering multicast while both run got "all pass" from doctor
+        # for 60 s (the daemon's own check waits two 15-minute periods of multicast silence).
+        lab("block", "laptop-b", "multicast")
+        try:
+            started = time.monotonic()
+            self.named("multicast filtered at rest", "network", "multicast-filtered", r"arrive by unicast .* but not by multicast",
+                       "47180/udp", warn=True, settle=60)
+            print(f"\n  multicast filtered at rest -> doctor warns after {time.monotonic() - started:.0f} s", file=sys.stderr)
+        finally:
+            lab("block", "laptop-b", "none")
+
     def test_08_transfer_port_dropped_and_refused(self):
         lab("block", "laptop-a", "port-drop")
         try:
