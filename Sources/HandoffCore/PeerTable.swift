@@ -51,6 +51,13 @@ public struct Peer: Sendable {
         clockOffsetMillis >= 0 ? nowMillis &+ UInt64(clockOffsetMillis) : nowMillis &- min(nowMillis, clockOffsetMillis.magnitude)
     }
 
+    /// How long ago, by its own clock, it stamped `timestampMillis` (an offer's age): never negative,
+    /// and right whichever of the two clocks is ahead.
+    public func age(of timestampMillis: UInt64, nowMillis: UInt64) -> UInt64 {
+        let theirs = peerClock(nowMillis: nowMillis)
+        return theirs &- min(theirs, timestampMillis)
+    }
+
     public func isExpired(nowMillis: UInt64) -> Bool { lastSeenMillis + ttlMillis <= nowMillis }
 
     /// The paths that delivered an announcement within the TTL.

@@ -326,7 +326,7 @@ extension Daemon {
             var offer: OfferInfo?
             if let visible = peer.visibleOffer(nowMillis: now) {
                 offer = Self.offerInfo(visible.summary)
-                offer?.ageMillis = Int64(clamping: now &- visible.summary.timestampMillis)
+                offer?.ageMillis = Int64(clamping: peer.age(of: visible.summary.timestampMillis, nowMillis: now))
                 // Where accepting it would continue it: an app, "browser" or "terminal" (none here declares it).
                 offer?.deliverTo = deliveryTarget(for: visible.summary.activityType,
                                                   hasWebpage: peer.senderState.contains(.offerHasWebpageURL)).app

@@ -560,6 +560,9 @@ private func counters(malformed: Int = 0, unsigned: Int = 0, badSignature: Int =
             // The offer expires 60 s after it was made on the sender's clock, whatever ours says.
             #expect(peer.visibleOffer(nowMillis: now + 59_000) != nil)
             #expect(peer.visibleOffer(nowMillis: now + 60_000) == nil)
+            // Its age too: 5 s old, never negative (a clock ahead showed 2562047788015h in `list`).
+            #expect(peer.age(of: theirNow, nowMillis: now + 5_000) == 5_000)
+            #expect(peer.age(of: theirNow + 9_000, nowMillis: now) == 0)
         }
     }
 
