@@ -92,7 +92,13 @@ public final class BlueZPresence: BluetoothPresence, @unchecked Sendable {
         status = Locked(initial)
     }
 
-    public var state: String { status.withLock { $0.text } }
+    public let abilities: PathAbilities = [.tellNear]
+
+    public var health: PathHealth {
+        status.withLock { PathHealth($0.available ? .working : .failed(.adapterUnavailable), $0.text) }
+    }
+
+    public func show(_ tokens: PeriodTokens?) { setBeacon(token: tokens?.beacon) }
     public var currentStatus: BluetoothStatus { status.withLock { $0 } }
 
     /// True when bluetoothd is on the system bus now: then BlueZ is the backend to

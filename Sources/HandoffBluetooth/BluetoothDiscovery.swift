@@ -48,7 +48,13 @@ public final class BluetoothDiscovery: BluetoothPresence {
         status = Locked(initial)
     }
 
-    public var state: String { status.withLock { $0.text } }
+    public let abilities: PathAbilities = [.tellNear]
+
+    public var health: PathHealth {
+        status.withLock { PathHealth($0.available ? .working : .failed(.adapterUnavailable), $0.text) }
+    }
+
+    public func show(_ tokens: PeriodTokens?) { setBeacon(token: tokens?.beacon) }
     public var currentStatus: BluetoothStatus { status.withLock { $0 } }
 
     private func update(_ change: (inout BluetoothStatus) -> Void) { status.withLock { change(&$0) } }

@@ -25,6 +25,70 @@ public enum DiscoveryPathName: String, Sendable, CaseIterable, Comparable {
     case bluetooth
 }
 
+/// How a discovery path is doing, as a value: the conditions and doctor read `state` (never
+/// the text); `status` shows `text`, the one sentence for people.
+public struct PathHealth: Sendable, Equatable {
+    public enum Fault: String, Sendable, Equatable {
+        /// No socket could be opened (the port is taken, neither IPv4 nor IPv6 works).
+        case noSocket = "no-socket"
+        /// The service it works through is not there (avahi-daemon, its client library, the bus).
+        case serviceMissing = "service-missing"
+        /// The adapter is missing, off, blocked or not answering.
+        case adapterUnavailable = "adapter-unavailable"
+        /// Stopped, or not started yet.
+        case stopped
+    }
+
+    public enum State: Sendable, Equatable {
+        case working
+        /// Running, and working as soon as something outside it comes (a network interface).
+        case waiting
+        case failed(Fault)
+    }
+
+    public var state: State
+    public var text: String
+
+    public init(_ state: State, _ text: String) {
+        self.state = state
+        self.text = text
+    }
+
+    /// Working, or ready to work by itself: it counts among the paths this host has.
+    public var isUsable: Bool {
+        if case .failed = state { return false }
+        return true
+    }
+}
+
+/// What a discovery path can do for the daemon, which asks by ability, never by name.
+public struct PathAbilities: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// It delivers announcements or sightings of peers (`DiscoveryObservation`).
+    public static let find = PathAbilities(rawValue: 1 << 0)
+    /// It reaches every host on the link at once (multicast): first contact, and the active check.
+    public static let reachEveryone = PathAbilities(rawValue: 1 << 1)
+    /// It sends straight to a paired device's last address or where mDNS saw it (unicast).
+    public static let sendStraight = PathAbilities(rawValue: 1 << 2)
+    /// It tells which paired devices are near (Bluetooth beacons): proximity is enforced with it.
+    public static let tellNear = PathAbilities(rawValue: 1 << 3)
+}
+
+/// This host's tokens for a rotation period, as each path shows them; nil fields while Handoff is off.
+public struct PeriodTokens: Sendable, Equatable {
+    /// The mDNS instance name (DiscoveryToken.token).
+    public var service: String?
+    /// The Bluetooth beacon token (DiscoveryToken.beaconToken).
+    public var beacon: [UInt8]?
+
+    public init(service: String?, beacon: [UInt8]?) {
+        self.service = service
+        self.beacon = beacon
+    }
+}
+
 /// An mDNS service as resolved: instance name, numeric host (IPv6 link-local with %zone), port and TXT strings.
 public struct ServiceSighting: Sendable, Equatable {
     public var instance: String

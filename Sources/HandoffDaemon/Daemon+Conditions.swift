@@ -54,11 +54,8 @@ extension Daemon {
         }
         e.thresholdDBM = discovery.proximity.settings.thresholdDBM
         e.freshnessMillis = discovery.proximity.settings.freshnessMillis
-        let networkPaths = discovery.paths.filter { $0.name != .bluetooth }
-        e.workingPaths = networkPaths.filter { path in
-            if let mdns = path as? AvahiDiscoveryStatusReporting { return mdns.isAvailable }
-            return !path.state.hasPrefix("no ") && !path.state.hasPrefix("closed")
-        }.map(\.name)
+        let networkPaths = discovery.paths.filter { $0.abilities.contains(.find) }
+        e.workingPaths = networkPaths.filter(\.health.isUsable).map(\.name)
         e.brokenPaths = networkPaths.map { "\($0.name): \($0.state)" }.joined(separator: "; ")
         e.linksUp = fixed.interfaces.current().linksUp(named: configuration.interface)
         e.transferPort = server.port
@@ -276,8 +273,3 @@ extension Daemon {
     }
 }
 
-/// Lets the conditions ask the mDNS path whether avahi-daemon is there,
-/// without knowing the Avahi types.
-protocol AvahiDiscoveryStatusReporting {
-    var isAvailable: Bool { get }
-}

@@ -15,26 +15,12 @@ extension Daemon {
                                      deliver: { [self] batch in assumeIsolated { $0.observe(batch) } })
         sources.inbox = inbox
         let observer: @Sendable (DiscoveryObservation) -> Void = { observation in inbox.post(observation) }
-        if configuration.discovery.contains(.multicast) {
-            var settings = configuration.multicast
-            settings.interface = configuration.interface
-            let path = MulticastDiscovery(configuration: settings)
+        let context = DiscoveryPaths.Context(configuration: configuration, transferPort: server.port, log: log)
+        for registration in DiscoveryPaths.registered {
+            guard let path = registration.make(context) else { continue }
             try path.start(observer: observer)
             discovery.paths.append(path)
-            discovery.multicast = path
         }
-        if configuration.discovery.contains(.mdns) {
-            let unicast = UnicastAnnouncer(port: server.port)
-            try unicast.start(observer: observer)
-            discovery.paths.append(unicast)
-            discovery.unicast = unicast
-            // Avahi being absent is not fatal: the path waits for it and says so in status.
-            let mdns = AvahiDiscovery(servicePort: server.port, interface: configuration.interface)
-            try mdns.start(observer: observer)
-            discovery.paths.append(mdns)
-            discovery.mdns = mdns
-        }
-        try startBluetooth(observer: observer)
         for path in configuration.extraDiscoveryPaths {
             try path.start(observer: observer)
             discovery.paths.append(path)
@@ -184,8 +170,9 @@ extension Daemon {
     /// all, and no beacon: the controller keeps scanning, so status can still say who is near).
     func offerOwnTokens(epoch: UInt64) {
         let secret = settings.enabled ? identity.discoverySecret() : nil
-        discovery.mdns?.publish(secret.map { ServiceRecord(token: DiscoveryToken.token(secret: $0, epoch: epoch)) })
-        discovery.bluetooth?.setBeacon(token: secret.map { DiscoveryToken.beaconToken(secret: $0, epoch: epoch) })
+        let tokens = secret.map { PeriodTokens(service: DiscoveryToken.token(secret: $0, epoch: epoch),
+                                               beacon: DiscoveryToken.beaconToken(secret: $0, epoch: epoch)) }
+        for path in discovery.paths { path.show(tokens) }
     }
 
     /// Paths by which `key` is currently seen, for `list` and `status`.
@@ -199,6 +186,4 @@ extension Daemon {
     }
 }
 
-extension AvahiDiscovery: AvahiDiscoveryStatusReporting {
-    var isAvailable: Bool { currentStatus.available }
-}
+

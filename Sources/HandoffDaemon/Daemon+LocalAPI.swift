@@ -355,7 +355,7 @@ extension Daemon {
         }
         let paths = discovery.paths.map {
             // Off, no beacon goes out, whatever the controller was last told.
-            let state = !settings.enabled && $0.name == .bluetooth && discovery.bluetooth?.currentStatus.available == true
+            let state = !settings.enabled && $0.abilities.contains(.tellNear) && discovery.bluetooth?.currentStatus.available == true
                 ? "scanning only on \(discovery.bluetooth?.currentStatus.adapter ?? configuration.hci ?? "the adapter"): no beacon while Handoff is off" : $0.state
             return StatusReport.Path(path: $0.name.rawValue, state: state)
         }

@@ -8,28 +8,8 @@ import HandoffTransport
 // Bluetooth proximity: beacons of paired devices, recognised by their
 // rotating token, feed the proximity tracker. With Bluetooth on, a paired
 // device is offered summaries, listed and accepted from only while it is near.
-// Which backend runs (bluetoothd over D-Bus, or raw HCI) matters only here.
+// Which backend runs (bluetoothd over D-Bus, or raw HCI) matters only in DiscoveryPaths.
 extension Daemon {
-    func startBluetooth(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {
-        let path: any BluetoothPresence
-        if let device = configuration.hci {
-            var settings = BluetoothDiscovery.Configuration(device: device)
-            settings.companyID = configuration.bluetoothCompanyID
-            path = BluetoothDiscovery(configuration: settings)
-        } else if configuration.bluez {
-            var settings = BlueZPresence.Configuration(adapter: configuration.bluetoothAdapter)
-            settings.companyID = configuration.bluetoothCompanyID
-            let log = log
-            settings.log = { message in log.debug(message) }
-            path = BlueZPresence(configuration: settings)
-        } else {
-            return
-        }
-        try path.start(observer: observer)
-        discovery.paths.append(path)
-        discovery.bluetooth = path
-    }
-
     /// True when bluetoothd is on the system bus (or can be started there): BlueZ is then the default backend.
     public static func bluetoothdAvailable() -> Bool {
         BlueZPresence.isBluetoothdOnSystemBus()

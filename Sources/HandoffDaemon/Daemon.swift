@@ -186,7 +186,7 @@ public actor Daemon {
         sources.timer = WakeTimer(loop: loop) { [self] in onActor { $0.wake() } }
         sources.networkWatcher = NetworkChangeWatcher(interfaces: fixed.interfaces) { [self] in onActor { $0.networkChanged() } }
         try startDiscovery()
-        discovery.multicast?.refreshInterfaces()
+        _ = discovery.networkChanged()  // what the paths see now, to compare the next change with
         // Nobody is known yet: every paired device gets a first contact, which it answers.
         offering.schedule.firstContact(all: true)
         flushAnnouncements()
@@ -272,7 +272,7 @@ public actor Daemon {
         // not after the 3 s without bytes that tells a stall.
         let moved = accepts.links.cut(keeping: Set(fixed.interfaces.current().linksUp(named: nil)).union(["lo"]))
         if moved > 0 { log.info("a link went away under \(moved) transfer(s): resuming them over another") }
-        let changed = discovery.multicast?.refreshInterfaces() ?? true
+        let changed = discovery.networkChanged()
         guard changed else { return }
         log.info("a network interface or address changed (netlink): announcing to every paired device")
         offering.schedule.firstContact(all: true)
@@ -329,7 +329,7 @@ public actor Daemon {
         if now &- offering.replaySavedAtMillis >= Self.replayStateSaveIntervalMillis { saveReplayState() }
         emit(peers.expire(nowMillis: now))
         // With route netlink, changes arrive as they happen (networkChanged); only without it are they polled here.
-        if sources.networkWatcher == nil, discovery.multicast?.refreshInterfaces() == true {
+        if sources.networkWatcher == nil, discovery.paths.compactMap({ $0.networkChanged() }).contains(true) {
             log.info("a network interface or address changed: announcing to every paired device by multicast")
             offering.schedule.firstContact(all: true)
         }
@@ -438,7 +438,7 @@ public actor Daemon {
             let peer = peers.peers[key].flatMap { $0.isExpired(nowMillis: now) ? nil : $0 }
             let sighting = sighted.first { $0.key == key }?.sighting
             var endpoint: (host: String, port: UInt16)?
-            if discovery.unicast != nil {
+            if discovery.sendsStraight {
                 if let peer {
                     if peer.senderState.contains(.acceptsUnicast), let host = peer.hosts.first { endpoint = (host, peer.transferPort) }
                 } else if let sighting {
@@ -513,7 +513,7 @@ public actor Daemon {
         if !settings.enabled { state.insert(.disabled) }
         if settings.enabled, published?.activity.webpageURL != nil { state.insert(.offerHasWebpageURL) }
         if settings.enabled { state.formUnion(offering.endedBy) }
-        if discovery.unicast != nil { state.insert(.acceptsUnicast) }
+        if discovery.sendsStraight { state.insert(.acceptsUnicast) }
         if let bluetooth = discovery.bluetooth {
             state.insert(.bluetoothConfigured)
             if bluetooth.currentStatus.available { state.insert(.bluetoothWorking) }

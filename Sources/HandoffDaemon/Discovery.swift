@@ -17,11 +17,23 @@ struct Discovery {
     static let pairingBeaconRate = SourceBudget.Rate(perSecond: 2, burst: 4)
     static let pairingBeaconOverallRate = SourceBudget.Rate(perSecond: 50, burst: 50)
 
+    /// The running paths, in the order they started (DiscoveryPaths, then the configuration's extras).
     var paths: [any DiscoveryPath] = []
-    var multicast: MulticastDiscovery?
-    var unicast: UnicastAnnouncer?
-    var mdns: AvahiDiscovery?
-    var bluetooth: (any BluetoothPresence)?
+    /// The path that tells which devices are near: with one, proximity is enforced.
+    var bluetooth: (any BluetoothPresence)? { paths.lazy.compactMap { $0 as? any BluetoothPresence }.first }
+    /// For mDNS's own lines in status (instance, sightings).
+    var mdns: AvahiDiscovery? { paths.lazy.compactMap { $0 as? AvahiDiscovery }.first }
+    /// A path reaches every host on the link (multicast): the active check can ask by it.
+    var reachesEveryone: Bool { paths.contains { $0.abilities.contains(.reachEveryone) } }
+    /// A path sends straight to a device's address (unicast): announcements say this host accepts them.
+    var sendsStraight: Bool { paths.contains { $0.abilities.contains(.sendStraight) } }
+
+    /// Tells every path an interface or address came or went. True when one of them says what it
+    /// uses changed, or when none follows addresses (then nobody can tell: assume it did).
+    func networkChanged() -> Bool {
+        let answers = paths.compactMap { $0.networkChanged() }
+        return answers.isEmpty || answers.contains(true)
+    }
     /// mDNS sightings by instance name (one per address family and link).
     private(set) var sightings: [String: [ServiceSighting]] = [:]
     var proximity: ProximityTracker
@@ -87,7 +99,7 @@ struct Discovery {
     /// nothing is due), and not asked within a period. No multicast answer
     /// within 10 s is the evidence for multicast-filtered.
     mutating func multicastChecksDue(_ listed: [Listed], nowMillis now: UInt64) -> [DeviceKey] {
-        guard multicast != nil else { return [] }
+        guard reachesEveryone else { return [] }
         let period = ServiceRecord.rotationSeconds * 1000
         let keys = Set(listed.map(\.key))
         multicastChecks = multicastChecks.filter { keys.contains($0.key) }
@@ -121,7 +133,7 @@ struct Discovery {
     /// multicast now (unless asked that recently), so a network that stopped carrying multicast
     /// shows in this run, not after two periods. True when it was asked now.
     mutating func doctorChecksMulticast(_ peer: Listed, nowMillis now: UInt64) -> Bool {
-        guard multicast != nil,
+        guard reachesEveryone,
               !(peer.heardByMulticastMillis.map { $0 + Self.doctorQuietMillis > now } ?? false),
               !(multicastChecks[peer.key].map { $0 + Self.doctorQuietMillis > now } ?? false) else { return false }
         multicastChecks[peer.key] = now
@@ -135,7 +147,7 @@ struct Discovery {
 
     /// When the first check of a newly listed device is due (nil: none is pending for it).
     func firstMulticastCheck(of peer: Listed) -> UInt64? {
-        guard multicast != nil, multicastChecks[peer.key] == nil else { return nil }
+        guard reachesEveryone, multicastChecks[peer.key] == nil else { return nil }
         return peer.appearedMillis &+ Self.multicastCheckAfterMillis
     }
 

@@ -68,7 +68,16 @@ public final class AvahiDiscovery: DiscoveryPath, @unchecked Sendable {
         precondition(poll == nil, "AvahiDiscovery.stop() must run before it is released")
     }
 
-    public var state: String { status.withLock { $0.text } }
+    public let abilities: PathAbilities = [.find]
+
+    /// Avahi gone or not yet there is a fault of the path: it retries by itself, but finds nothing meanwhile.
+    public var health: PathHealth {
+        status.withLock { PathHealth($0.available ? .working : .failed(.serviceMissing), $0.text) }
+    }
+
+    public func show(_ tokens: PeriodTokens?) {
+        publish(tokens?.service.map { ServiceRecord(token: $0) })
+    }
     public var currentStatus: Status { status.withLock { $0 } }
 
     private func setState(_ text: String, available: Bool? = nil, published: String?? = nil) {

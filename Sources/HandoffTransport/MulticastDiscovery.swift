@@ -36,18 +36,24 @@ public final class MulticastDiscovery: DiscoveryPath {
         self.configuration = configuration
     }
 
-    public var state: String {
+    public let abilities: PathAbilities = [.find, .reachEveryone]
+
+    public var health: PathHealth {
         sockets.withLock { sockets in
             let names = sockets.interfaces.map(\.name).joined(separator: ",")
             var families: [String] = []
             if sockets.ipv4 >= 0 { families.append(configuration.ipv4Group) }
             if sockets.ipv6 >= 0 { families.append(configuration.ipv6Group) }
-            let base = families.isEmpty ? "no multicast socket" : names.isEmpty
-                ? "listening on port \(configuration.port); no network interface is up yet: joining \(families.joined(separator: " and ")) when one is"
-                : "joined \(families.joined(separator: " and ")) port \(configuration.port) on \(names)"
-            return sockets.problems.isEmpty ? base : base + "; " + sockets.problems.joined(separator: "; ")
+            let problems = sockets.problems.isEmpty ? "" : "; " + sockets.problems.joined(separator: "; ")
+            if families.isEmpty { return PathHealth(.failed(.noSocket), "no multicast socket" + problems) }
+            if names.isEmpty {
+                return PathHealth(.waiting, "listening on port \(configuration.port); no network interface is up yet: joining \(families.joined(separator: " and ")) when one is" + problems)
+            }
+            return PathHealth(.working, "joined \(families.joined(separator: " and ")) port \(configuration.port) on \(names)" + problems)
         }
     }
+
+    public func networkChanged() -> Bool? { refreshInterfaces() }
 
     public func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {
         let interfaces = try Self.multicastInterfaces(named: configuration.interface)

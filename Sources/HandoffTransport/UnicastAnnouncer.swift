@@ -38,10 +38,12 @@ public final class UnicastAnnouncer: DiscoveryPath {
         return free
     }
 
-    public var state: String {
+    public let abilities: PathAbilities = [.find, .sendStraight]
+
+    public var health: PathHealth {
         state_.withLock { state in
-            state.ipv6 < 0 && state.ipv4 < 0 ? "closed"
-                : "udp port \(port); \(state.sent) announcement(s) sent straight to paired devices"
+            state.ipv6 < 0 && state.ipv4 < 0 ? PathHealth(.failed(.noSocket), "closed")
+                : PathHealth(.working, "udp port \(port); \(state.sent) announcement(s) sent straight to paired devices")
         }
     }
 

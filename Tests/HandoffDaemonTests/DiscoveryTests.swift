@@ -50,7 +50,7 @@ private func sighting(_ instance: String, _ host: String) -> ServiceSighting {
 
     @Test func aDeviceHeardOnlyByUnicastIsAskedByMulticastOncePerPeriod() {
         var discovery = Discovery(proximity: .init())
-        discovery.multicast = MulticastDiscovery(configuration: .init())
+        discovery.paths = [MulticastDiscovery(configuration: .init())]
         let heardByUnicast = Discovery.Listed(key: alice, appearedMillis: 0, heardByMulticastMillis: nil)
         let heardByMulticast = Discovery.Listed(key: bob, appearedMillis: 0, heardByMulticastMillis: 5_000)
         #expect(discovery.firstMulticastCheck(of: heardByUnicast) == Discovery.multicastCheckAfterMillis)
@@ -70,7 +70,7 @@ private func sighting(_ instance: String, _ host: String) -> ServiceSighting {
     /// Issue 42: a switch that starts filtering multicast gave no warning in doctor for two periods.
     @Test func doctorAsksADeviceQuietOnMulticastAtOnceAndNotTwiceIn30Seconds() {
         var discovery = Discovery(proximity: .init())
-        discovery.multicast = MulticastDiscovery(configuration: .init())
+        discovery.paths = [MulticastDiscovery(configuration: .init())]
         let now: UInt64 = 1_000_000
         let quiet = Discovery.Listed(key: alice, appearedMillis: 0, heardByMulticastMillis: now - 31_000)
         let heard = Discovery.Listed(key: bob, appearedMillis: 0, heardByMulticastMillis: now - 5_000)
@@ -89,5 +89,56 @@ private func sighting(_ instance: String, _ host: String) -> ServiceSighting {
         let listed = Discovery.Listed(key: alice, appearedMillis: 0, heardByMulticastMillis: nil)
         #expect(discovery.multicastChecksDue([listed], nowMillis: 60_000).isEmpty)
         #expect(discovery.firstMulticastCheck(of: listed) == nil)
+    }
+}
+
+/// Issue 42, 1: the paths come from one registry and are asked by ability and typed health.
+@Suite struct DiscoveryPathRegistryTests {
+    private func made(_ change: (inout DaemonConfiguration) -> Void) -> [any DiscoveryPath] {
+        var configuration = DaemonConfiguration(stateDirectory: "/nonexistent", socketPath: "/nonexistent/api.sock", name: "test")
+        configuration.bluez = false
+        change(&configuration)
+        let context = DiscoveryPaths.Context(configuration: configuration, transferPort: 47181, log: Log(level: .error))
+        return DiscoveryPaths.registered.compactMap { $0.make(context) }
+    }
+
+    @Test func theConfigurationChoosesThePaths() {
+        #expect(made { _ in }.map(\.name) == [.multicast, .unicast, .mdns])
+        #expect(made { $0.discovery = [.multicast] }.map(\.name) == [.multicast])
+        #expect(made { $0.discovery = [.mdns]; $0.hci = "unix:/nonexistent.hci" }.map(\.name) == [.unicast, .mdns, .bluetooth])
+        // Each registration makes the path it is named for.
+        for registration in DiscoveryPaths.registered {
+            let path = made { $0.discovery = [.multicast, .mdns]; $0.hci = "unix:/nonexistent.hci" }.first { $0.name == registration.name }
+            #expect(path != nil, "\(registration.name)")
+        }
+    }
+
+    @Test func eachPathSaysWhatItCanDo() {
+        let paths = made { $0.hci = "unix:/nonexistent.hci" }
+        let abilities = Dictionary(uniqueKeysWithValues: paths.map { ($0.name, $0.abilities) })
+        #expect(abilities[.multicast] == [.find, .reachEveryone])
+        #expect(abilities[.unicast] == [.find, .sendStraight])
+        #expect(abilities[.mdns] == [.find])
+        #expect(abilities[.bluetooth] == [.tellNear])
+        var discovery = Discovery(proximity: .init())
+        discovery.paths = paths
+        #expect(discovery.reachesEveryone && discovery.sendsStraight && discovery.bluetooth != nil && discovery.mdns != nil)
+        discovery.paths = paths.filter { $0.name == .mdns }
+        #expect(!discovery.reachesEveryone && !discovery.sendsStraight && discovery.bluetooth == nil)
+    }
+
+    /// Before any start, no path claims to work, and the fault is a value, not a sentence.
+    @Test func healthIsTypedBeforeAndAfterStart() throws {
+        let paths = made { _ in }
+        let health = Dictionary(uniqueKeysWithValues: paths.map { ($0.name, $0.health) })
+        #expect(health[.multicast]?.state == .failed(.noSocket))
+        #expect(health[.unicast]?.state == .failed(.noSocket))
+        #expect(health[.mdns]?.state == .failed(.serviceMissing))
+        #expect(paths.allSatisfy { !$0.health.isUsable })
+        let unicast = UnicastAnnouncer(port: 0)
+        try unicast.start { _ in }
+        #expect(unicast.health.state == .working && unicast.health.isUsable)
+        unicast.stop()
+        #expect(unicast.health.state == .failed(.noSocket))
     }
 }

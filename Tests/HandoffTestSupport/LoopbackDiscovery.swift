@@ -44,7 +44,12 @@ public final class LoopbackPath: DiscoveryPath {
         self.hub = hub
     }
 
-    public var state: String { observer.withLock { $0 == nil } ? "stopped" : "loopback" }
+    /// Finds, and nothing more: the in-process daemons run no multicast check and no unicast.
+    public let abilities: PathAbilities = [.find]
+
+    public var health: PathHealth {
+        observer.withLock { $0 == nil } ? PathHealth(.failed(.stopped), "stopped") : PathHealth(.working, "loopback")
+    }
 
     public func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {
         self.observer.withLock { $0 = observer }

@@ -17,7 +17,8 @@ import Testing
 
         init(loop: EventLoop) { self.loop = loop }
 
-        var state: String { "test" }
+        let abilities: PathAbilities = [.find]
+        var health: PathHealth { PathHealth(.working, "test") }
         var stopped: Bool? { stoppedWithTheLoop.withLock { $0 } }
         func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {}
         func announce(_ datagrams: [OutgoingAnnouncement]) {}
