@@ -32,6 +32,22 @@ public final class WebExtensionHost: Sendable {
 
     /// Entry point for the multi-call binary: the browser's arguments; returns the exit status.
     public static func main(arguments: [String]) -> Int32 {
+        // No browser passes these (Chromium gives its origin, Firefox a manifest path and an id).
+        switch arguments.dropFirst().first {
+        case "--version"?:
+            print(HandoffVersion.line(program: "handoff-webext-host"))
+            return 0
+        case "--help"?:
+            print("""
+                handoff-webext-host: the native messaging host of the Handoff browser extension. Chromium
+                and Firefox start it for the extension and talk to it on standard input and output; it
+                publishes the focused tab and opens tabs continued from another laptop. Not run by hand.
+                Install: Docs/INSTALL.md, "Browser tabs"; check: handoff-peer doctor.
+                """)
+            return 0
+        default:
+            break
+        }
         let family: BrowserFamily
         do throws(HandoffError) {
             family = try BrowserFamily.detect(arguments: arguments)

@@ -32,7 +32,7 @@ BIN = os.environ.get("HANDOFF_BIN", os.path.join(REPO, ".build", "debug"))
 PREFIX = "/usr/local"
 # The commands with a --help; all of them, handoff-documents and handoff-webext-host too,
 # are links to the one program (Scripts/commands).
-PROGRAMS = ["handoffd", "handoff-peer", "handoff-ble-check", "handoff-notify", "handoff-documents"]
+PROGRAMS = ["handoffd", "handoff-peer", "handoff-ble-check", "handoff-notify", "handoff-documents", "handoff-webext-host"]
 COMMANDS = subprocess.run([os.path.join(REPO, "Scripts", "commands")], capture_output=True, text=True, check=True).stdout.split()
 # Every file install promises (README, Scripts/install --help), with its mode.
 PROMISED = {
@@ -136,6 +136,9 @@ class Install(unittest.TestCase):
                          "install put files there that it does not promise")
         for program in PROGRAMS:
             run(self.path(f"{PREFIX}/bin/{program}"), "--help")
+            # Every program answers --version (handoff-webext-host exited 64: "started by a browser").
+            version = run(self.path(f"{PREFIX}/bin/{program}"), "--version")
+            self.assertRegex(version.stdout, rf"^{re.escape(program)} \d+\.\d+\.\d+", program)
 
     def test_2_the_manifest_is_exactly_what_is_on_disk(self):
         entries = self.manifest()
