@@ -51,7 +51,10 @@ final class DocumentReceiver: ContinuationHandler, @unchecked Sendable {
                 path = destination
                 log("saved a continued document (\(bytes.count) bytes)")
             } catch {
-                return log("cannot save a continued document: \(error.message)")
+                // The user asked for it (Continue): say why it is not there; nothing partial is left.
+                notify(summary: "Document from \(device) not saved", body: error.message + (error.fix.isEmpty ? "" : " " + error.fix))
+                // Not the message: it names the file, and logs never carry a document's name.
+                return log("cannot save a continued document (\(error.code.rawValue)): the notification says why")
             }
         }
         // The sender's "application" and "exec" are not read: this laptop decides what opens it.

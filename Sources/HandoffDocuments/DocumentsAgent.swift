@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import HandoffCore
 import HandoffKit
+import HandoffRuntime
 
 /// The documents publisher and receiver, in the user's session (Docs/APPS.md,
 /// "Documents"). It watches the recently-used list that GTK and KDE apps write:
@@ -141,6 +142,9 @@ public final class DocumentsAgent: @unchecked Sendable {
         } catch {
             log("not offering a document: \(error.message) (\(error.fix))")
         }
+        // The document's bytes were read, encoded and handed over (handoffd keeps the offer): what
+        // malloc kept of them goes back, or the agent holds a document's size in its heap at rest.
+        Malloc.trim()
     }
 
     /// The activity for a bookmark, or nil (logged) when the policy refuses it.

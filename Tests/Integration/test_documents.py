@@ -19,11 +19,11 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import install_missing, stop_pid, start_xvfb, LAB, lab, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
+from harness import install_missing, stop_pid, start_xvfb, LAB, lab, listed, offer_of, peer, peer_json, require_root, wait_until  # noqa: E402
 
 ARGS = ["--announce-interval", "1", "--peer-ttl", "4", "--log-level", "debug"]
 HOSTS = ("laptop-a", "laptop-b")
-PACKAGES = {"mousepad": "mousepad", "Xvfb": "xvfb", "dbus-daemon": "dbus"}
+PACKAGES = {"mousepad": "mousepad", "Xvfb": "xvfb", "dbus-daemon": "dbus", "dunst": "dunst"}
 DOCUMENT_TYPE = "io.github.handoff.document"
 
 
@@ -74,6 +74,9 @@ class Documents(unittest.TestCase):
             # A session as a desktop gives it: its own home, bus and display; nothing else of ours.
             cls.env[host] = ["env", "-u", "XDG_DATA_HOME", "-u", "XDG_CONFIG_HOME", "-u", "XDG_RUNTIME_DIR",
                              f"HOME={home}", f"DBUS_SESSION_BUS_ADDRESS={bus}", f"DISPLAY={cls.display}", "NO_AT_BRIDGE=1"]
+        # b's notification server: what its documents agent tells the user, printed (dunst -print).
+        cls.notifications = os.path.join(cls.tmp, "laptop-b-dunst.log")
+        cls.background(cls.env["laptop-b"] + ["dunst", "-print"], "laptop-b-dunst.log")
         lab("down")
         lab("up", *HOSTS)
         for host in HOSTS:
@@ -200,6 +203,29 @@ class Documents(unittest.TestCase):
         time.sleep(1)
         self.assertEqual(self.mousepads("laptop-b/Documents/plan.md"), [])
         self.assertFalse(os.path.exists("/tmp/handoff-documents-pwned"))
+
+    def test_2c_a_full_disk_leaves_nothing_partial_and_says_why(self):
+        """Round three, faults: b's documents folder is full. The save fails whole (no partial file,
+        no temporary left), the user who pressed Continue is told why, and the pairing stays."""
+        documents = os.path.join(self.homes["laptop-b"], "Documents")
+        lab("exec", "laptop-b", "mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", documents)
+        try:
+            before = self.offer()
+            log_before, shown_before = len(read(self.agent_logs["laptop-b"])), len(read(self.notifications))
+            self.open_on_a("Documents/large.txt", b"a line of a long text\n" * 48_000)  # about 1 MiB
+            wait_until("b to list a's large.txt", lambda: (o := self.offer()) and o != before and o["title"].startswith("large.txt"),
+                       timeout=30)
+            peer("laptop-b", "accept", "laptop-a")
+            wait_until("b's agent to fail the save", lambda: "cannot save a continued document (storage)" in
+                       read(self.agent_logs["laptop-b"])[log_before:], timeout=15)
+            shown = wait_until("b's user to be told why", lambda: "No space left on device" in (text := read(self.notifications)[shown_before:]) and text,
+                               timeout=10)
+            self.assertIn("not saved", shown)
+            self.assertEqual(lab("exec", "laptop-b", "ls", "-A", documents).stdout.split(), [], "something partial was left")
+            self.assertTrue(listed("laptop-b", "laptop-a"))
+            self.assertEqual([d["name"] for d in peer_json("laptop-b", "devices")], ["laptop-a"])
+        finally:
+            lab("exec", "laptop-b", "umount", documents, check=False)
 
     def test_3_hidden_files_are_never_offered(self):
         before = wait_until("an offer from a", self.offer, timeout=10)

@@ -1,6 +1,6 @@
 import Glibc
 
-/// glibc malloc settings for a daemon that mostly waits (`mallopt` and
+/// glibc malloc settings for programs that mostly wait (handoffd, the agents) (`mallopt` and
 /// `malloc_trim` are not in Swift's Glibc module, so they are looked up).
 public enum Malloc {
     private typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
@@ -17,7 +17,7 @@ public enum Malloc {
 
     /// Gives freed heap memory back to the system (after a large transfer, whose
     /// buffers would otherwise stay resident in the arenas until reused).
-    static func trim() {
+    public static func trim() {
         guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "malloc_trim") else { return }
         _ = unsafeBitCast(symbol, to: Trim.self)(0)
     }
