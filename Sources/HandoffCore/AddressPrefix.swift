@@ -2,6 +2,7 @@ import Glibc
 
 /// The network an address belongs to, as far as a bound on "one source" goes: its IPv4 /24 or
 /// its IPv6 /64 (IPv4-mapped addresses count as IPv4; a zone is part of a link-local prefix).
+/// IPv4 link-local (169.254/16) is one network: every address in it is on the link.
 /// One host easily has many addresses in one such network (IPv6 privacy addresses, aliases),
 /// seldom in many.
 public enum AddressPrefix {
@@ -24,6 +25,7 @@ public enum AddressPrefix {
     }
 
     private static func ipv4Prefix(_ address: UInt32) -> String {
-        "\(address >> 24).\(address >> 16 & 0xFF).\(address >> 8 & 0xFF)/24"
+        if address >> 16 == 0xA9FE { return "169.254/16" }
+        return "\(address >> 24).\(address >> 16 & 0xFF).\(address >> 8 & 0xFF)/24"
     }
 }

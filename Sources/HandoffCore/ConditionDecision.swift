@@ -328,8 +328,9 @@ public enum ConditionDecision {
         // An announcement younger than the TTL says only that it was on this network a while ago.
         // Whether it still is, while its port gives no connection, the link says: a silent address or
         // no route means it left (cable pulled, isolated, another network); with no word from the
-        // link, an announcement overdue at its keepalive (as `asleep` reads it) means the same.
-        let overdue = last.map { $0 + max(p.ttlMillis / 3, 1_000) <= now } ?? true
+        // link, an announcement overdue means the same: none came for half its TTL, the longest
+        // interval between announcements handoffd allows (--announce-interval).
+        let overdue = last.map { $0 + max(p.ttlMillis / 2, 1_000) <= now } ?? true
         let leftTheLink = switch p.layer3 { case .silent?, .noRoute?: true; case .answers?: false; case nil: overdue }
 
         if live {
@@ -374,10 +375,11 @@ public enum ConditionDecision {
             let multicastRecent = p.announcementsByPath[.multicast].map { $0 + window > now } ?? false
             let listedLongEnough = p.listedSinceMillis.map { $0 + window <= now } ?? false
             // The active check: asked by multicast and no multicast answer in time, while its unicast
-            // announcements arrive (heard within its TTL: it runs, and the network carries unicast).
+            // announcements still arrive (one within half its TTL, the longest interval between two:
+            // it runs, and the network carries unicast).
             let checkUnanswered = p.multicastCheckMillis.map { checked in
                 checked + p.multicastAnswerWaitMillis <= now && (p.announcementsByPath[.multicast] ?? 0) < checked
-                    && (p.announcementsByPath[.unicast].map { $0 + p.ttlMillis > now } ?? false)
+                    && (p.announcementsByPath[.unicast].map { $0 + max(p.ttlMillis / 2, 1_000) > now } ?? false)
             } ?? false
             if e.workingPaths.contains(.multicast), listedLongEnough && !multicastRecent || checkUnanswered, p.announcementsByPath[.unicast] != nil {
                 return verdict(.multicastFiltered, "Announcements from \(name) arrive by unicast (found by mDNS) but not by multicast: the network filters multicast (access-point client isolation or IGMP snooping) or a firewall drops 47180/udp.",

@@ -76,6 +76,7 @@ extension Daemon {
         p.state = peer?.senderState ?? past?.state
         p.listedSinceMillis = peer?.appearedMillis
         p.multicastCheckMillis = discovery.multicastCheck(of: key)
+        p.multicastAnswerWaitMillis = discovery.multicastAnswerWait(of: key)
         p.goodbyeMillis = past?.goodbyeMillis
         if let reading = discovery.proximity.readings[key] {
             p.beacon = .init(lastHeardMillis: reading.lastHeardMillis, smoothedRSSI: reading.smoothedRSSI)
@@ -246,7 +247,6 @@ extension Daemon {
                 _ = loop.after(millis: Discovery.doctorAnswerWaitMillis) { done.resume() }
             }
             (evidence, _) = try self.evidence(for: reference, purpose: .doctor, nowMillis: clock.wallMillis())
-            evidence.peer?.multicastAnswerWaitMillis = Discovery.doctorAnswerWaitMillis
         }
         if let key { await probe(&evidence, key: key) }
         let verdict = ConditionDecision.decide(evidence)

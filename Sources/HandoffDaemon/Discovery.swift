@@ -44,6 +44,8 @@ struct Discovery {
     var history = PeerHistory()
     /// When each listed paired device was last asked by multicast (`multicastChecksDue`).
     private(set) var multicastChecks: [DeviceKey: UInt64] = [:]
+    /// The devices whose last check doctor made: their answer is awaited `doctorAnswerWaitMillis`.
+    private var checkedByDoctor: Set<DeviceKey> = []
     /// The new period's tokens (mDNS name, beacon), offered at a random time in the period (monotonic ms).
     var tokensDue: (epoch: UInt64, atMillis: UInt64)?
 
@@ -103,12 +105,14 @@ struct Discovery {
         let period = ServiceRecord.rotationSeconds * 1000
         let keys = Set(listed.map(\.key))
         multicastChecks = multicastChecks.filter { keys.contains($0.key) }
+        checkedByDoctor.formIntersection(keys)
         let due = listed.filter { peer in
             peer.appearedMillis + Self.multicastCheckAfterMillis <= now
                 && !(peer.heardByMulticastMillis.map { $0 + 2 * period + 60_000 > now } ?? false)
                 && (multicastChecks[peer.key].map { $0 + period <= now } ?? true)
         }.map(\.key)
         for key in due { multicastChecks[key] = now }
+        checkedByDoctor.subtract(due)
         return due
     }
 
@@ -133,11 +137,17 @@ struct Discovery {
     /// multicast now (unless asked that recently), so a network that stopped carrying multicast
     /// shows in this run, not after two periods. True when it was asked now.
     mutating func doctorChecksMulticast(_ peer: Listed, nowMillis now: UInt64) -> Bool {
-        guard reachesEveryone,
+        guard paths.contains(where: { $0.abilities.contains(.reachEveryone) && $0.health.state == .working }),
               !(peer.heardByMulticastMillis.map { $0 + Self.doctorQuietMillis > now } ?? false),
               !(multicastChecks[peer.key].map { $0 + Self.doctorQuietMillis > now } ?? false) else { return false }
         multicastChecks[peer.key] = now
+        checkedByDoctor.insert(peer.key)
         return true
+    }
+
+    /// How long the answer to `key`'s last check is awaited: 2 s for doctor's own, 10 s for the daemon's.
+    func multicastAnswerWait(of key: DeviceKey) -> UInt64 {
+        checkedByDoctor.contains(key) ? Self.doctorAnswerWaitMillis : 10_000
     }
 
     /// Multicast from a device within this long counts as working for doctor; also how often doctor asks.

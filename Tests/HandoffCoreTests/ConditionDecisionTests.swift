@@ -275,7 +275,7 @@ private let table: [(String, ConditionEvidence, ConditionCause)] = [
         #expect(ConditionDecision.decide(fresh)?.cause == .transferPortDropped)
         #expect(ConditionDecision.decide(with(cablePulled) {
             $0.peer?.layer3 = nil
-            $0.peer?.announcementsByPath = [.unicast: now - 40_000]  // its keepalive is 33 s
+            $0.peer?.announcementsByPath = [.unicast: now - 55_000]  // none for half its TTL
         })?.cause == .noLink)
     }
 

@@ -68,9 +68,19 @@ private func sighting(_ instance: String, _ host: String) -> ServiceSighting {
     }
 
     /// Issue 42: a switch that starts filtering multicast gave no warning in doctor for two periods.
+    /// A multicast path that works, without a socket.
+    final class WorkingMulticast: DiscoveryPath {
+        let name = DiscoveryPathName.multicast
+        let abilities: PathAbilities = [.find, .reachEveryone]
+        var health: PathHealth { PathHealth(.working, "joined on test0") }
+        func start(observer: @escaping @Sendable (DiscoveryObservation) -> Void) throws(HandoffError) {}
+        func announce(_ datagrams: [OutgoingAnnouncement]) {}
+        func stop() {}
+    }
+
     @Test func doctorAsksADeviceQuietOnMulticastAtOnceAndNotTwiceIn30Seconds() {
         var discovery = Discovery(proximity: .init())
-        discovery.paths = [MulticastDiscovery(configuration: .init())]
+        discovery.paths = [WorkingMulticast()]
         let now: UInt64 = 1_000_000
         let quiet = Discovery.Listed(key: alice, appearedMillis: 0, heardByMulticastMillis: now - 31_000)
         let heard = Discovery.Listed(key: bob, appearedMillis: 0, heardByMulticastMillis: now - 5_000)
@@ -79,9 +89,17 @@ private func sighting(_ instance: String, _ host: String) -> ServiceSighting {
         #expect(discovery.multicastCheck(of: alice) == now)
         let again = [discovery.doctorChecksMulticast(quiet, nowMillis: now + 29_999), discovery.doctorChecksMulticast(quiet, nowMillis: now + 30_000)]
         #expect(again == [false, true])
+        // doctor's own check is awaited 2 s, in every doctor run until the daemon's next check.
+        #expect(discovery.multicastAnswerWait(of: alice) == Discovery.doctorAnswerWaitMillis)
+        #expect(discovery.multicastAnswerWait(of: bob) == 10_000)
         var without = Discovery(proximity: .init())
         let withoutAsked = without.doctorChecksMulticast(quiet, nowMillis: now)
         #expect(withoutAsked == false)
+        // A multicast path with no socket cannot carry the check: doctor does not wait for it.
+        var broken = Discovery(proximity: .init())
+        broken.paths = [MulticastDiscovery(configuration: .init())]
+        let brokenAsked = broken.doctorChecksMulticast(quiet, nowMillis: now)
+        #expect(brokenAsked == false)
     }
 
     @Test func withoutTheMulticastPathNothingIsChecked() {

@@ -243,15 +243,15 @@ private struct PairingRun {
 @Suite struct PairingAdmissionTests {
     @Test func oneSessionPerAddressAndAFewInAll() {
         var state = PairingState()
-        #expect(state.availability(host: "169.254.1.1", open: false) == .closed)
-        #expect(state.availability(host: "169.254.1.1", open: true) == .open)
-        state.responding[1] = "169.254.1.1"
-        #expect(state.availability(host: "169.254.1.1", open: true) == .busy)
-        #expect(state.availability(host: "169.254.1.2", open: true) == .open)
-        for session in 2...PairingState.maximumCandidates { state.responding[session] = "169.254.1.\(session + 1)" }
-        #expect(state.availability(host: "169.254.7.7", open: true) == .busy)
+        #expect(state.availability(host: "10.0.1.1", open: false) == .closed)
+        #expect(state.availability(host: "10.0.1.1", open: true) == .open)
+        state.responding[1] = "10.0.1.1"
+        #expect(state.availability(host: "10.0.1.1", open: true) == .busy)
+        #expect(state.availability(host: "10.0.1.2", open: true) == .open)
+        for session in 2...PairingState.maximumCandidates { state.responding[session] = "10.0.\(session).1" }
+        #expect(state.availability(host: "10.0.7.7", open: true) == .busy)
         state.responding.removeValue(forKey: 2)
-        #expect(state.availability(host: "169.254.7.7", open: true) == .open)
+        #expect(state.availability(host: "10.0.7.7", open: true) == .open)
     }
 
     /// Round three, 4: a stranger with four addresses in one network took every candidate slot.
@@ -279,6 +279,9 @@ private struct PairingRun {
         #expect(AddressPrefix.of("2001:db8:0:1:ffff::b") == "2001:db8:0:1/64")
         #expect(AddressPrefix.of("fe80::1%eth0") == "fe80:0:0:0/64%eth0")
         #expect(AddressPrefix.of("2001:db8::1%eth0") == "2001:db8:0:0/64")
+        // All of IPv4 link-local is on the link: 169.254.1.x and 169.254.2.x are one network.
+        #expect(AddressPrefix.of("169.254.1.7") == "169.254/16")
+        #expect(AddressPrefix.of("169.254.200.7") == "169.254/16")
         #expect(AddressPrefix.of("laptop-a.local") == nil)
         #expect(AddressPrefix.of("") == nil)
     }

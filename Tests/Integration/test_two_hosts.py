@@ -4,6 +4,7 @@ decline, goodbye and restart run in process (Tests/InProcessHandoffTests).
 
 Needs root: it creates network namespaces through Scripts/lab."""
 import base64
+import glob
 import json
 import os
 import subprocess
@@ -197,8 +198,9 @@ class TwoHosts(unittest.TestCase):
         # Docs/PROTOCOL.md allows 15 minutes of skew. The whole clock moves (monotonic too), as a
         # real clock set ahead looks to a process: Debian's libfaketime 0.9.10 with only the wall
         # clock faked hangs timed waits on CLOCK_MONOTONIC (its own bug, fixed upstream in 2025).
-        preload = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-        self.assertTrue(os.path.exists(preload), "faketime is not installed (Scripts/test installs it)")
+        found = glob.glob("/usr/lib/*/faketime/libfaketime.so.1")
+        self.assertTrue(found, "faketime is not installed (Scripts/test installs it)")
+        preload = found[0]
         lab("stop", "laptop-a")
         env = dict(os.environ, LD_PRELOAD=preload, FAKETIME="+10m")
         try:
