@@ -94,9 +94,9 @@ public struct ConditionEvidence: Sendable, Equatable {
         public var listedSinceMillis: UInt64?
         /// When this host last asked it by multicast, to answer by multicast (the active check).
         public var multicastCheckMillis: UInt64?
-        /// How long an answer to that check is awaited: 10 s for the daemon's own checks, less when
-        /// doctor asked and waited itself.
-        public var multicastAnswerWaitMillis: UInt64 = 10_000
+        /// How long an answer to that check is awaited: `multicastAnswerWaitMillis` for the daemon's
+        /// own checks, less when doctor asked and waited itself.
+        public var multicastAnswerWaitMillis = ConditionEvidence.multicastAnswerWaitMillis
         public var transferPort: UInt16 = 47181
         public var portProbe: PortProbe?
         public var handshake: HandshakeProbe?
@@ -111,6 +111,9 @@ public struct ConditionEvidence: Sendable, Equatable {
 
         public var lastAnnouncementMillis: UInt64? { announcementsByPath.values.max() }
     }
+
+    /// How long the daemon's own multicast check waits for its answer.
+    public static let multicastAnswerWaitMillis: UInt64 = 10_000
 
     public var purpose: Purpose
     public var nowMillis: UInt64

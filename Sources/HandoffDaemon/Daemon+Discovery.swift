@@ -185,5 +185,3 @@ extension Daemon {
         return names.sorted()
     }
 }
-
-

@@ -147,7 +147,7 @@ struct Discovery {
 
     /// How long the answer to `key`'s last check is awaited: 2 s for doctor's own, 10 s for the daemon's.
     func multicastAnswerWait(of key: DeviceKey) -> UInt64 {
-        checkedByDoctor.contains(key) ? Self.doctorAnswerWaitMillis : 10_000
+        checkedByDoctor.contains(key) ? Self.doctorAnswerWaitMillis : ConditionEvidence.multicastAnswerWaitMillis
     }
 
     /// Multicast from a device within this long counts as working for doctor; also how often doctor asks.
